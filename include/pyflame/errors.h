@@ -1,0 +1,35 @@
+// Exception types. The Python layer maps them to ValueError, IndexError,
+// RuntimeError and pf.OutOfMemoryError; messages start with "[function]".
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace pyflame {
+
+// Bad argument: shape, dtype, axis, device string, value. Python: ValueError.
+struct ValueError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+// Index out of range. Python: IndexError.
+struct IndexError : std::out_of_range {
+  using std::out_of_range::out_of_range;
+};
+
+// Device or backend failure at run time. Python: RuntimeError.
+struct RuntimeError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// A device allocation failed after the cache was released. Python:
+// pf.OutOfMemoryError (a RuntimeError).
+struct OutOfMemoryError : RuntimeError {
+  using RuntimeError::RuntimeError;
+};
+
+// Builds "[fn] msg".
+inline std::string errmsg(const char* fn, const std::string& msg) {
+  return std::string("[") + fn + "] " + msg;
+}
+
+}  // namespace pyflame

@@ -1,0 +1,117 @@
+// Tensor: a handle to a node of the lazy graph. Creating a tensor through an
+// op records a node; evaluation (eval(), item(), host copies) runs the graph.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pyflame/device.h"
+#include "pyflame/dtype.h"
+
+namespace pyflame {
+
+using Shape = std::vector<int64_t>;
+using Strides = std::vector<int64_t>;  // in elements; may be 0 or negative
+
+class Primitive;
+class Tensor;
+
+// Device memory owned by one or more tensors (views share it).
+struct Buffer {
+  using Deleter = void (*)(void* ptr, void* ctx);
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  Device device;
+  Deleter deleter = nullptr;
+  void* ctx = nullptr;  // backend state for the deleter (e.g. stream)
+
+  Buffer(void* p, size_t n, Device d, Deleter del, void* c = nullptr)
+      : ptr(p), bytes(n), device(d), deleter(del), ctx(c) {}
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() {
+    if (deleter) deleter(ptr, ctx);
+  }
+};
+
+// One graph node. Layout (shape, strides, offset) is fixed when the node is
+// recorded: non-view ops produce row-major outputs, views derive theirs.
+struct Node {
+  Shape shape;
+  Strides strides;
+  int64_t offset = 0;  // elements from buffer start
+  Dtype dtype = Dtype::Float32;
+  Device device;
+  std::shared_ptr<Buffer> buffer;     // set once evaluated
+  std::shared_ptr<Primitive> prim;    // null for leaves (constants)
+  std::vector<Tensor> inputs;         // dropped after evaluation
+  bool requires_grad = false;         // autograd keeps inputs alive
+  uint64_t id = 0;
+
+  Node();
+  ~Node();  // iterative: a long chain must not overflow the stack
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<Node> n) : node_(std::move(n)) {}
+
+  // Records a node computing `prim` from `inputs`, with a row-major layout.
+  static Tensor make(Shape shape, Dtype dtype, Device device,
+                     std::shared_ptr<Primitive> prim, std::vector<Tensor> inputs);
+  // Records a node with an explicit (view) layout over its first input.
+  static Tensor make_view(Shape shape, Strides strides, int64_t offset,
+                          std::shared_ptr<Primitive> prim, const Tensor& base);
+  // An evaluated tensor holding a copy of host data laid out row-major.
+  static Tensor from_host(const void* data, Shape shape, Dtype dtype);
+
+  bool defined() const { return node_ != nullptr; }
+  const Shape& shape() const { return node_->shape; }
+  int64_t shape(int axis) const;  // negative axes count from the end
+  const Strides& strides() const { return node_->strides; }
+  int64_t offset() const { return node_->offset; }
+  Dtype dtype() const { return node_->dtype; }
+  Device device() const { return node_->device; }
+  int ndim() const { return static_cast<int>(node_->shape.size()); }
+  int64_t size() const;
+  size_t itemsize() const { return pyflame::itemsize(dtype()); }
+  size_t nbytes() const { return size() * itemsize(); }
+
+  bool is_evaluated() const { return node_->buffer != nullptr; }
+  bool is_row_contiguous() const;
+  Primitive* primitive() const { return node_->prim.get(); }
+  const std::vector<Tensor>& inputs() const { return node_->inputs; }
+  const std::shared_ptr<Buffer>& buffer() const { return node_->buffer; }
+
+  // Pointer to the first element (evaluated tensors only).
+  void* raw_data() const;
+  template <typename T>
+  T* data() const {
+    return static_cast<T*>(raw_data());
+  }
+
+  void eval() const;
+  // Evaluates, moves to the host and copies row-major into dst (nbytes()).
+  void copy_to_host(void* dst) const;
+  std::string str() const;  // short description: shape, dtype, device
+
+  Node* node() const { return node_.get(); }
+  const std::shared_ptr<Node>& node_ptr() const { return node_; }
+  uint64_t id() const { return node_->id; }
+
+ private:
+  std::shared_ptr<Node> node_;
+};
+
+// Evaluates several tensors in one pass over their common graph.
+void eval(const std::vector<Tensor>& outputs);
+
+Strides row_major_strides(const Shape& shape);
+int64_t shape_size(const Shape& shape);
+std::string shape_str(const Shape& shape);  // "(2,3)"
+
+}  // namespace pyflame

@@ -1,0 +1,128 @@
+// Elementwise kernels: unary, binary (arithmetic and comparison), where,
+// astype. Inputs arrive broadcast to the output shape with any strides.
+#include "backend/cpu/kernel_utils.h"
+#include "backend/elementwise_math.h"
+
+namespace pyflame {
+
+using cpu::acc_t;
+
+namespace {
+
+template <UnaryOp Op, typename T>
+void unary_typed(const Tensor& x, Tensor& out) {
+  T* o = out.data<T>();
+  const T* p = x.data<T>();
+  cpu::elementwise_runs<2>(out, {&x}, [&](auto off, int64_t n, auto ls) {
+    T* d = o + off[0];
+    const T* s = p + off[1];
+    if (ls[1] == 1) {
+      for (int64_t i = 0; i < n; ++i) d[i] = T(unary_apply<Op>(acc_t<T>(s[i])));
+    } else {
+      for (int64_t i = 0; i < n; ++i) d[i] = T(unary_apply<Op>(acc_t<T>(s[i * ls[1]])));
+    }
+  });
+}
+
+template <BinaryOp Op, typename T, typename R>
+void binary_typed(const Tensor& a, const Tensor& b, Tensor& out) {
+  R* o = out.data<R>();
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  using A = std::conditional_t<std::is_same_v<T, bool>, int32_t, acc_t<T>>;
+  cpu::elementwise_runs<3>(out, {&a, &b}, [&](auto off, int64_t n, auto ls) {
+    R* d = o + off[0];
+    const T* x = pa + off[1];
+    const T* y = pb + off[2];
+    auto f = [](T u, T v) { return R(binary_apply<Op>(A(u), A(v))); };
+    if (ls[1] == 1 && ls[2] == 1) {
+      for (int64_t i = 0; i < n; ++i) d[i] = f(x[i], y[i]);
+    } else if (ls[1] == 1 && ls[2] == 0) {
+      const T v = y[0];
+      for (int64_t i = 0; i < n; ++i) d[i] = f(x[i], v);
+    } else if (ls[1] == 0 && ls[2] == 1) {
+      const T u = x[0];
+      for (int64_t i = 0; i < n; ++i) d[i] = f(u, y[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) d[i] = f(x[i * ls[1]], y[i * ls[2]]);
+    }
+  });
+}
+
+template <typename T>
+void where_typed(const Tensor& c, const Tensor& a, const Tensor& b, Tensor& out) {
+  T* o = out.data<T>();
+  const bool* pc = c.data<bool>();
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  cpu::elementwise_runs<4>(out, {&c, &a, &b}, [&](auto off, int64_t n, auto ls) {
+    for (int64_t i = 0; i < n; ++i) {
+      o[off[0] + i] = pc[off[1] + i * ls[1]] ? pa[off[2] + i * ls[2]] : pb[off[3] + i * ls[3]];
+    }
+  });
+}
+
+// Conversion through a wide type: 16-bit floats via float, others direct.
+template <typename From, typename To>
+To convert(From v) {
+  if constexpr (std::is_same_v<To, bool>) return static_cast<float>(v) != 0.0f;
+  else if constexpr (cpu::is_half_v<From> || cpu::is_half_v<To>) return To(static_cast<float>(v));
+  else return static_cast<To>(v);
+}
+
+template <typename From, typename To>
+void astype_typed(const Tensor& x, Tensor& out) {
+  To* o = out.data<To>();
+  const From* p = x.data<From>();
+  cpu::elementwise_runs<2>(out, {&x}, [&](auto off, int64_t n, auto ls) {
+    for (int64_t i = 0; i < n; ++i) o[off[0] + i] = convert<From, To>(p[off[1] + i * ls[1]]);
+  });
+}
+
+}  // namespace
+
+void Unary::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
+  visit_unary(op, [&](auto opc) {
+    constexpr UnaryOp O = decltype(opc)::value;
+    cpu::dispatch(out.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_same_v<T, bool>) {
+        throw ValueError(errmsg(name(), "not supported for bool tensors"));
+      } else if constexpr (std::is_integral_v<T> && !unary_takes_ints<O>) {
+        throw ValueError(errmsg(name(), "needs a floating-point tensor"));
+      } else {
+        unary_typed<O, T>(in[0], out);
+      }
+    });
+  });
+}
+
+void Binary::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
+  visit_binary(op, [&](auto opc) {
+    constexpr BinaryOp O = decltype(opc)::value;
+    cpu::dispatch(in[0].dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (is_comparison(O)) {
+        binary_typed<O, T, bool>(in[0], in[1], out);
+      } else {
+        binary_typed<O, T, T>(in[0], in[1], out);
+      }
+    });
+  });
+}
+
+void Where::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
+  cpu::dispatch(out.dtype(), [&](auto tag) {
+    where_typed<decltype(tag)>(in[0], in[1], in[2], out);
+  });
+}
+
+void AsType::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
+  cpu::dispatch(in[0].dtype(), [&](auto from) {
+    cpu::dispatch(out.dtype(), [&](auto to) {
+      astype_typed<decltype(from), decltype(to)>(in[0], out);
+    });
+  });
+}
+
+}  // namespace pyflame

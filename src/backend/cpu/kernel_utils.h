@@ -1,0 +1,134 @@
+// Shared pieces of the CPU kernels: dtype dispatch, strided iteration over
+// N operands in runs along the last axis, and a parallel loop.
+#pragma once
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "core/half.h"
+#include "pyflame/tensor.h"
+
+namespace pyflame::cpu {
+
+template <typename T>
+constexpr bool is_half_v = std::is_same_v<T, half_t> || std::is_same_v<T, bf16_t>;
+// Arithmetic type for an element type: 16-bit floats compute in float.
+template <typename T>
+using acc_t = std::conditional_t<is_half_v<T>, float, T>;
+
+// Calls f(T{}) with T the C++ element type of `t`.
+template <typename F>
+void dispatch(Dtype t, F&& f) {
+  switch (t) {
+    case Dtype::Bool: f(bool{}); break;
+    case Dtype::Int32: f(int32_t{}); break;
+    case Dtype::Int64: f(int64_t{}); break;
+    case Dtype::Float16: f(half_t{}); break;
+    case Dtype::BFloat16: f(bf16_t{}); break;
+    case Dtype::Float32: f(float{}); break;
+  }
+}
+
+template <typename F>
+void dispatch_float(Dtype t, F&& f) {
+  switch (t) {
+    case Dtype::Float16: f(half_t{}); break;
+    case Dtype::BFloat16: f(bf16_t{}); break;
+    default: f(float{}); break;
+  }
+}
+
+// Splits [0, n) over the OpenMP threads when there is enough work.
+template <typename F>
+void parallel_for(int64_t n, int64_t grain, F&& f) {
+  int nt = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), n / std::max<int64_t>(grain, 1)));
+  if (nt <= 1) {
+    f(int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel num_threads(nt)
+  {
+    int t = omp_get_thread_num();
+    f(n * t / nt, n * (t + 1) / nt);
+  }
+}
+
+// Shape and per-operand strides with size-1 axes dropped and axes merged
+// where every operand is contiguous across them.
+template <int N>
+struct Layout {
+  Shape shape;
+  std::array<Strides, N> strides;
+};
+
+template <int N>
+Layout<N> collapse(const Shape& shape, const std::array<const Strides*, N>& st) {
+  Layout<N> L;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    bool merge = !L.shape.empty();
+    for (int k = 0; k < N && merge; ++k) merge = L.strides[k].back() == (*st[k])[d] * shape[d];
+    if (merge) {
+      L.shape.back() *= shape[d];
+      for (int k = 0; k < N; ++k) L.strides[k].back() = (*st[k])[d];
+    } else {
+      L.shape.push_back(shape[d]);
+      for (int k = 0; k < N; ++k) L.strides[k].push_back((*st[k])[d]);
+    }
+  }
+  return L;
+}
+
+// Visits the linear range [begin, end) of the layout as runs along the last
+// axis: fn(offsets, run_length, last_axis_strides), offsets in elements.
+template <int N, typename F>
+void for_each_run(const Layout<N>& L, int64_t begin, int64_t end, F&& fn) {
+  using Arr = std::array<int64_t, N>;
+  const int nd = static_cast<int>(L.shape.size());
+  if (begin >= end) return;
+  if (nd == 0) {
+    fn(Arr{}, int64_t{1}, Arr{});
+    return;
+  }
+  std::vector<int64_t> idx(nd);
+  Arr off{}, ls{};
+  int64_t rem = begin;
+  for (int d = nd - 1; d >= 0; --d) {
+    idx[d] = rem % L.shape[d];
+    rem /= L.shape[d];
+    for (int k = 0; k < N; ++k) off[k] += idx[d] * L.strides[k][d];
+  }
+  for (int k = 0; k < N; ++k) ls[k] = L.strides[k][nd - 1];
+  const int64_t last = L.shape[nd - 1];
+  for (int64_t pos = begin; pos < end;) {
+    int64_t n = std::min(last - idx[nd - 1], end - pos);
+    fn(off, n, ls);
+    pos += n;
+    idx[nd - 1] += n;
+    for (int k = 0; k < N; ++k) off[k] += n * ls[k];
+    for (int d = nd - 1; d > 0 && idx[d] == L.shape[d]; --d) {
+      for (int k = 0; k < N; ++k) off[k] += L.strides[k][d - 1] - idx[d] * L.strides[k][d];
+      idx[d] = 0;
+      ++idx[d - 1];
+    }
+  }
+}
+
+// Elementwise driver: operand 0 is the row-major output, the others inputs
+// already broadcast to its shape. fn(ptrs..., n, strides) per run.
+constexpr int64_t kGrain = 1 << 15;
+
+template <int N, typename F>
+void elementwise_runs(const Tensor& out, const std::array<const Tensor*, N - 1>& ins, F&& fn) {
+  std::array<const Strides*, N> st;
+  st[0] = &out.strides();
+  for (int k = 1; k < N; ++k) st[k] = &ins[k - 1]->strides();
+  Layout<N> L = collapse<N>(out.shape(), st);
+  parallel_for(out.size(), kGrain, [&](int64_t b, int64_t e) { for_each_run<N>(L, b, e, fn); });
+}
+
+}  // namespace pyflame::cpu

@@ -1,0 +1,153 @@
+// Matmul through OpenBLAS sgemm. 16-bit floats are widened to float32
+// (fp32 accumulation, as on the GPU); integers use a plain loop.
+#include <cblas.h>
+
+#include "backend/cpu/kernel_utils.h"
+#include "ir/primitives.h"
+
+namespace pyflame {
+
+namespace {
+
+// A matrix operand's BLAS view: row-major with leading dimension ld,
+// transposed or not. Returns false if the layout needs a copy first.
+bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool& trans, int64_t& ld) {
+  if (cs == 1 && (rows == 1 || rs >= std::max<int64_t>(cols, 1))) {
+    trans = false;
+    ld = rows == 1 ? std::max<int64_t>(cols, 1) : rs;
+    return true;
+  }
+  if (rs == 1 && (cols == 1 || cs >= std::max<int64_t>(rows, 1))) {
+    trans = true;
+    ld = cols == 1 ? std::max<int64_t>(rows, 1) : cs;
+    return true;
+  }
+  return false;
+}
+
+// Offsets of each batch's matrix (batch axes are all but the last two).
+std::vector<int64_t> batch_offsets(const Tensor& t) {
+  int nb = t.ndim() - 2;
+  Shape bs(t.shape().begin(), t.shape().begin() + nb);
+  Strides st(t.strides().begin(), t.strides().begin() + nb);
+  std::vector<int64_t> offs;
+  offs.reserve(shape_size(bs));
+  cpu::Layout<1> L = cpu::collapse<1>(bs, {&st});
+  cpu::for_each_run<1>(L, 0, shape_size(bs), [&](auto off, int64_t n, auto ls) {
+    for (int64_t i = 0; i < n; ++i) offs.push_back(off[0] + i * ls[0]);
+  });
+  return offs;
+}
+
+// float32 copy of a tensor (row-major) for the 16-bit and strided paths.
+std::vector<float> to_float_rows(const Tensor& t) {
+  std::vector<float> v(t.size());
+  cpu::dispatch(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* p = t.data<T>();
+    Strides dst = row_major_strides(t.shape());
+    cpu::Layout<2> L = cpu::collapse<2>(t.shape(), {&dst, &t.strides()});
+    cpu::for_each_run<2>(L, 0, t.size(), [&](auto off, int64_t n, auto ls) {
+      for (int64_t i = 0; i < n; ++i) v[off[0] + i] = static_cast<float>(p[off[1] + i * ls[1]]);
+    });
+  });
+  return v;
+}
+
+void sgemm_batched(const Tensor& a, const Tensor& b, float* c, const float* pa, const float* pb,
+                   const Strides& sa, const Strides& sb, const std::vector<int64_t>& oa,
+                   const std::vector<int64_t>& ob) {
+  const int nd = a.ndim();
+  const int64_t M = a.shape()[nd - 2], K = a.shape()[nd - 1], N = b.shape()[nd - 1];
+  bool ta = false, tb = false;
+  int64_t lda = 0, ldb = 0;
+  blas_layout(M, K, sa[nd - 2], sa[nd - 1], ta, lda);
+  blas_layout(K, N, sb[nd - 2], sb[nd - 1], tb, ldb);
+  for (size_t i = 0; i < oa.size(); ++i) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M,
+                N, K, 1.0f, pa + oa[i], lda, pb + ob[i], ldb, 0.0f, c + i * M * N, N);
+  }
+}
+
+bool blas_ready(const Tensor& t) {
+  int nd = t.ndim();
+  bool tr;
+  int64_t ld;
+  return t.dtype() == Dtype::Float32 &&
+         blas_layout(t.shape()[nd - 2], t.shape()[nd - 1], t.strides()[nd - 2],
+                     t.strides()[nd - 1], tr, ld);
+}
+
+template <typename T>
+void matmul_int(const Tensor& a, const Tensor& b, Tensor& out) {
+  const int nd = a.ndim();
+  const int64_t M = a.shape()[nd - 2], K = a.shape()[nd - 1], N = b.shape()[nd - 1];
+  auto oa = batch_offsets(a), ob = batch_offsets(b);
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  T* c = out.data<T>();
+  const int64_t ar = a.strides()[nd - 2], ac = a.strides()[nd - 1];
+  const int64_t br = b.strides()[nd - 2], bc = b.strides()[nd - 1];
+  for (size_t bi = 0; bi < oa.size(); ++bi) {
+    for (int64_t i = 0; i < M; ++i) {
+      for (int64_t j = 0; j < N; ++j) {
+        int64_t acc = 0;
+        for (int64_t k = 0; k < K; ++k) acc += int64_t(pa[oa[bi] + i * ar + k * ac]) * pb[ob[bi] + k * br + j * bc];
+        c[(bi * M + i) * N + j] = static_cast<T>(acc);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void Matmul::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
+  const Tensor &a = in[0], &b = in[1];
+  if (is_integral(out.dtype())) {
+    if (out.dtype() == Dtype::Int32) matmul_int<int32_t>(a, b, out);
+    else matmul_int<int64_t>(a, b, out);
+    return;
+  }
+  const int nd = a.ndim();
+  if (a.shape()[nd - 1] == 0) {  // K == 0: the product is all zeros
+    cpu::dispatch_float(out.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      std::fill(out.data<T>(), out.data<T>() + out.size(), T(0.0f));
+    });
+    return;
+  }
+  // float32 operands in a BLAS-compatible layout go straight to sgemm;
+  // others are first copied to row-major float32.
+  std::vector<float> fa, fb;
+  const float* pa;
+  const float* pb;
+  Strides sa = a.strides(), sb = b.strides();
+  std::vector<int64_t> oa = batch_offsets(a), ob = batch_offsets(b);
+  auto prepare = [](const Tensor& t, std::vector<float>& buf, const float*& p, Strides& st,
+                    std::vector<int64_t>& offs) {
+    if (blas_ready(t)) {
+      p = t.data<float>();
+      return;
+    }
+    buf = to_float_rows(t);
+    p = buf.data();
+    st = row_major_strides(t.shape());
+    int64_t mat = t.shape()[t.ndim() - 2] * t.shape()[t.ndim() - 1];
+    for (size_t i = 0; i < offs.size(); ++i) offs[i] = static_cast<int64_t>(i) * mat;
+  };
+  prepare(a, fa, pa, sa, oa);
+  prepare(b, fb, pb, sb, ob);
+  if (out.dtype() == Dtype::Float32) {
+    sgemm_batched(a, b, out.data<float>(), pa, pb, sa, sb, oa, ob);
+    return;
+  }
+  std::vector<float> c(out.size());
+  sgemm_batched(a, b, c.data(), pa, pb, sa, sb, oa, ob);
+  cpu::dispatch_float(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* o = out.data<T>();
+    for (int64_t i = 0; i < out.size(); ++i) o[i] = T(c[i]);
+  });
+}
+
+}  // namespace pyflame

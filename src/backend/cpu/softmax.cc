@@ -1,0 +1,41 @@
+// Softmax and log-softmax over the last axis of a row-major input.
+#include <cmath>
+
+#include "backend/cpu/kernel_utils.h"
+#include "ir/primitives.h"
+
+namespace pyflame {
+
+namespace {
+template <typename T>
+void softmax_typed(const Tensor& x, Tensor& out, bool log) {
+  const int64_t cols = x.shape().back();
+  const int64_t rows = x.size() / cols;
+  const T* p = x.data<T>();
+  T* o = out.data<T>();
+  cpu::parallel_for(rows, std::max<int64_t>(1, cpu::kGrain / cols), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const T* s = p + r * cols;
+      T* d = o + r * cols;
+      float mx = -INFINITY;
+      for (int64_t i = 0; i < cols; ++i) mx = std::fmax(mx, float(s[i]));
+      if (std::isnan(float(s[0])) || mx != mx) mx = NAN;
+      double sum = 0;
+      for (int64_t i = 0; i < cols; ++i) sum += std::exp(float(s[i]) - mx);
+      if (log) {
+        float lse = mx + static_cast<float>(std::log(sum));
+        for (int64_t i = 0; i < cols; ++i) d[i] = T(float(s[i]) - lse);
+      } else {
+        float inv = static_cast<float>(1.0 / sum);
+        for (int64_t i = 0; i < cols; ++i) d[i] = T(std::exp(float(s[i]) - mx) * inv);
+      }
+    }
+  });
+}
+}  // namespace
+
+void Softmax::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
+  cpu::dispatch_float(out.dtype(), [&](auto tag) { softmax_typed<decltype(tag)>(in[0], out, log); });
+}
+
+}  // namespace pyflame

@@ -1,0 +1,25 @@
+// Device management for a build without a GPU backend: no devices, and a
+// clear RuntimeError wherever one is required.
+#include "pyflame/backend/rocm.h"
+#include "pyflame/errors.h"
+
+namespace pyflame::backend::rocm {
+
+namespace {
+[[noreturn]] void unavailable(const char* fn) {
+  throw RuntimeError(errmsg(fn, "ROCm is not available: this build has no GPU backend"));
+}
+}  // namespace
+
+bool compiled() { return false; }
+const char* platform() { return "none"; }
+bool is_available() { return false; }
+int get_device_count() { return 0; }
+int get_current_device() { return -1; }
+void set_device(int) { unavailable("rocm_set_device"); }
+void synchronize() { unavailable("rocm_synchronize"); }
+DeviceInfo get_device_info(int) { unavailable("rocm_get_device_info"); }
+std::shared_ptr<Buffer> allocate_buffer(int, size_t) { unavailable("allocate"); }
+void copy_to_host(const Tensor&, void*) { unavailable("to"); }
+
+}  // namespace pyflame::backend::rocm

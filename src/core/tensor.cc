@@ -1,0 +1,141 @@
+#include "pyflame/tensor.h"
+
+#include <atomic>
+#include <cstring>
+#include <sstream>
+
+#include "backend/cpu/copy.h"
+#include "ir/primitive.h"
+#include "pyflame/ops.h"
+#include "runtime/allocator.h"
+
+namespace pyflame {
+
+namespace {
+std::atomic<uint64_t> g_next_id{1};
+}
+
+Node::Node() : id(g_next_id.fetch_add(1, std::memory_order_relaxed)) {}
+
+Node::~Node() {
+  // Destroying a node may release the last reference to its inputs, and
+  // theirs, down a chain as long as the graph: unroll that with a worklist
+  // so a 100,000-op chain is freed without deep recursion.
+  std::vector<std::shared_ptr<Node>> work;
+  auto take = [&work](std::vector<Tensor>& ins) {
+    for (auto& t : ins) {
+      auto& p = const_cast<std::shared_ptr<Node>&>(t.node_ptr());
+      if (p && p.use_count() == 1) work.push_back(std::move(p));
+    }
+    ins.clear();
+  };
+  take(inputs);
+  while (!work.empty()) {
+    std::shared_ptr<Node> n = std::move(work.back());
+    work.pop_back();
+    take(n->inputs);
+  }  // each popped node dies here with no inputs left
+}
+
+int64_t shape_size(const Shape& s) {
+  int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+Strides row_major_strides(const Shape& s) {
+  Strides st(s.size());
+  int64_t acc = 1;
+  for (int i = static_cast<int>(s.size()) - 1; i >= 0; --i) {
+    st[i] = acc;
+    acc *= std::max<int64_t>(s[i], 1);
+  }
+  return st;
+}
+
+std::string shape_str(const Shape& s) {
+  std::ostringstream os;
+  os << "(";
+  for (size_t i = 0; i < s.size(); ++i) os << (i ? "," : "") << s[i];
+  if (s.size() == 1) os << ",";
+  os << ")";
+  return os.str();
+}
+
+Tensor Tensor::make(Shape shape, Dtype dtype, Device device, std::shared_ptr<Primitive> prim,
+                    std::vector<Tensor> inputs) {
+  auto n = std::make_shared<Node>();
+  n->strides = row_major_strides(shape);
+  n->shape = std::move(shape);
+  n->dtype = dtype;
+  n->device = device;
+  n->prim = std::move(prim);
+  n->inputs = std::move(inputs);
+  return Tensor(std::move(n));
+}
+
+Tensor Tensor::make_view(Shape shape, Strides strides, int64_t offset,
+                         std::shared_ptr<Primitive> prim, const Tensor& base) {
+  auto n = std::make_shared<Node>();
+  n->shape = std::move(shape);
+  n->strides = std::move(strides);
+  n->offset = offset;
+  n->dtype = base.dtype();
+  n->device = base.device();
+  if (base.is_evaluated()) {
+    n->buffer = base.buffer();  // already computed: share directly, no node
+  } else {
+    n->prim = std::move(prim);
+    n->inputs = {base};
+  }
+  return Tensor(std::move(n));
+}
+
+Tensor Tensor::from_host(const void* data, Shape shape, Dtype dtype) {
+  auto n = std::make_shared<Node>();
+  n->strides = row_major_strides(shape);
+  n->shape = std::move(shape);
+  n->dtype = dtype;
+  n->device = Device::cpu();
+  size_t bytes = shape_size(n->shape) * pyflame::itemsize(dtype);
+  n->buffer = allocate(Device::cpu(), bytes);
+  if (bytes) std::memcpy(n->buffer->ptr, data, bytes);
+  return Tensor(std::move(n));
+}
+
+int64_t Tensor::shape(int axis) const {
+  return node_->shape[normalize_axis(axis, ndim(), "shape")];
+}
+
+int64_t Tensor::size() const { return shape_size(node_->shape); }
+
+bool Tensor::is_row_contiguous() const {
+  const auto& sh = node_->shape;
+  const auto& st = node_->strides;
+  int64_t expect = 1;
+  for (int i = ndim() - 1; i >= 0; --i) {
+    if (sh[i] != 1 && st[i] != expect) return false;
+    expect *= sh[i];
+  }
+  return true;
+}
+
+void* Tensor::raw_data() const {
+  if (!node_->buffer) throw RuntimeError("[data] tensor is not evaluated");
+  return static_cast<char*>(node_->buffer->ptr) + node_->offset * itemsize();
+}
+
+void Tensor::eval() const { pyflame::eval({*this}); }
+
+void Tensor::copy_to_host(void* dst) const {
+  Tensor h = device().is_cpu() ? *this : to_device(*this, Device::cpu());
+  h.eval();
+  cpu::copy_strided_to_contiguous(h, dst);
+}
+
+std::string Tensor::str() const {
+  return std::string("Tensor(shape=") + shape_str(shape()) + ", dtype=" + dtype_name(dtype()) +
+         ", device=" + device().str() + ")";
+}
+
+}  // namespace pyflame

@@ -1,0 +1,31 @@
+// A Primitive is the op attached to a graph node. It evaluates on each
+// backend (eval_cpu in backend/cpu, eval_gpu in backend/rocm) into an output
+// whose buffer the eval loop has already allocated. View primitives compute
+// nothing: the output shares its input's buffer with its own layout.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "pyflame/errors.h"
+#include "pyflame/tensor.h"
+
+namespace pyflame {
+
+class Primitive {
+ public:
+  virtual ~Primitive() = default;
+  virtual const char* name() const = 0;
+  virtual void eval_cpu(const std::vector<Tensor>& inputs, Tensor& out) = 0;
+  virtual void eval_gpu(const std::vector<Tensor>& inputs, Tensor& out) = 0;
+  virtual bool is_view() const { return false; }
+};
+
+// Shares input 0's buffer; the layout was fixed when the node was recorded.
+class ViewPrimitive : public Primitive {
+ public:
+  bool is_view() const final { return true; }
+  void eval_cpu(const std::vector<Tensor>&, Tensor&) final {}
+  void eval_gpu(const std::vector<Tensor>&, Tensor&) final {}
+};
+
+}  // namespace pyflame

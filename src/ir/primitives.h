@@ -1,0 +1,162 @@
+// Every compute primitive, grouped by op family. Each family's kernels live
+// in backend/cpu/<family>.cc and backend/rocm/kernels/<family>.hip.
+#pragma once
+#include <cstdint>
+
+#include "ir/primitive.h"
+
+namespace pyflame {
+
+// The list every backend implements (a build without GPU stubs eval_gpu).
+#define PF_FOR_EACH_PRIMITIVE(X) \
+  X(Full)                        \
+  X(Arange)                      \
+  X(Eye)                         \
+  X(Random)                      \
+  X(Unary)                       \
+  X(Binary)                      \
+  X(Where)                       \
+  X(AsType)                      \
+  X(ToDevice)                    \
+  X(Reduce)                      \
+  X(Softmax)                     \
+  X(Matmul)
+
+#define PF_EVAL_DECLS                                                    \
+  void eval_cpu(const std::vector<Tensor>& inputs, Tensor& out) override; \
+  void eval_gpu(const std::vector<Tensor>& inputs, Tensor& out) override;
+
+// ---- creation ----
+class Full : public Primitive {
+ public:
+  explicit Full(double v) : value(v) {}
+  const char* name() const override { return "full"; }
+  PF_EVAL_DECLS
+  double value;
+};
+
+class Arange : public Primitive {
+ public:
+  Arange(double s, double st) : start(s), step(st) {}
+  const char* name() const override { return "arange"; }
+  PF_EVAL_DECLS
+  double start, step;
+};
+
+class Eye : public Primitive {
+ public:
+  explicit Eye(int64_t diag) : k(diag) {}
+  const char* name() const override { return "eye"; }
+  PF_EVAL_DECLS
+  int64_t k;
+};
+
+// Counter-based: element i of a draw is a pure function of (key, i).
+class Random : public Primitive {
+ public:
+  enum Kind { Uniform, Normal, Integer };
+  Random(Kind kd, uint64_t ky, int64_t lo = 0, int64_t hi = 0)
+      : kind(kd), key(ky), low(lo), high(hi) {}
+  const char* name() const override {
+    return kind == Uniform ? "rand" : kind == Normal ? "randn" : "randint";
+  }
+  PF_EVAL_DECLS
+  Kind kind;
+  uint64_t key;
+  int64_t low, high;
+};
+
+// ---- elementwise ----
+enum class UnaryOp : uint8_t {
+  Neg, Abs, Sqrt, Exp, Log, Sin, Cos, Tanh, Relu, Sigmoid, Gelu, GeluTanh, Silu
+};
+const char* unary_name(UnaryOp op);
+
+class Unary : public Primitive {
+ public:
+  explicit Unary(UnaryOp o) : op(o) {}
+  const char* name() const override { return unary_name(op); }
+  PF_EVAL_DECLS
+  UnaryOp op;
+};
+
+enum class BinaryOp : uint8_t {
+  Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge
+};
+const char* binary_name(BinaryOp op);
+constexpr bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
+
+// Inputs have the output's shape (broadcast views) and the same dtype.
+class Binary : public Primitive {
+ public:
+  explicit Binary(BinaryOp o) : op(o) {}
+  const char* name() const override { return binary_name(op); }
+  PF_EVAL_DECLS
+  BinaryOp op;
+};
+
+// Inputs: bool condition, a, b; all broadcast to the output shape.
+class Where : public Primitive {
+ public:
+  const char* name() const override { return "where"; }
+  PF_EVAL_DECLS
+};
+
+// Converts (or just copies, for the same dtype) into a row-major output.
+class AsType : public Primitive {
+ public:
+  const char* name() const override { return "astype"; }
+  PF_EVAL_DECLS
+};
+
+// Moves data between devices; runs on the destination's backend.
+class ToDevice : public Primitive {
+ public:
+  const char* name() const override { return "to"; }
+  PF_EVAL_DECLS
+};
+
+// ---- reductions ----
+enum class ReduceOp : uint8_t { Sum, Mean, Max, Min, Prod };
+
+// Output keeps reduced axes as size 1; `axes` are sorted and normalized.
+class Reduce : public Primitive {
+ public:
+  Reduce(ReduceOp o, std::vector<int> ax) : op(o), axes(std::move(ax)) {}
+  const char* name() const override;
+  PF_EVAL_DECLS
+  ReduceOp op;
+  std::vector<int> axes;
+};
+
+// ---- softmax: over the last axis ----
+class Softmax : public Primitive {
+ public:
+  explicit Softmax(bool lg) : log(lg) {}
+  const char* name() const override { return log ? "log_softmax" : "softmax"; }
+  PF_EVAL_DECLS
+  bool log;
+};
+
+// ---- matmul: (B..., M, K) x (B..., K, N), batch dims already broadcast ----
+class Matmul : public Primitive {
+ public:
+  const char* name() const override { return "matmul"; }
+  PF_EVAL_DECLS
+};
+
+// ---- views (layout fixed at record time; no kernels) ----
+#define PF_VIEW(Cls, nm)                                   \
+  class Cls : public ViewPrimitive {                       \
+   public:                                                 \
+    const char* name() const override { return nm; }       \
+  };
+PF_VIEW(Reshape, "reshape")
+PF_VIEW(Transpose, "transpose")
+PF_VIEW(Broadcast, "broadcast_to")
+PF_VIEW(Slice, "slice")
+PF_VIEW(Squeeze, "squeeze")
+PF_VIEW(Unsqueeze, "unsqueeze")
+#undef PF_VIEW
+
+}  // namespace pyflame

@@ -1,0 +1,85 @@
+#include <atomic>
+#include <cmath>
+#include <mutex>
+
+#include "core/random_bits.h"
+#include "ops/op_utils.h"
+
+namespace pyflame {
+
+Tensor full(const Shape& shape, double value, Dtype dtype, OptDevice device) {
+  check_shape(shape, "full");
+  return Tensor::make(shape, dtype, resolve_device(device), std::make_shared<Full>(value), {});
+}
+
+Tensor zeros(const Shape& shape, Dtype dtype, OptDevice device) {
+  return full(shape, 0.0, dtype, device);
+}
+
+Tensor ones(const Shape& shape, Dtype dtype, OptDevice device) {
+  return full(shape, 1.0, dtype, device);
+}
+
+Tensor scalar(double value, Dtype dtype, OptDevice device) { return full({}, value, dtype, device); }
+
+Tensor arange(double start, double stop, double step, Dtype dtype, OptDevice device) {
+  if (step == 0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(stop)) {
+    throw ValueError(errmsg("arange", "start, stop and step must be finite and step non-zero"));
+  }
+  if (dtype == Dtype::Bool) throw ValueError(errmsg("arange", "bool is not a supported dtype"));
+  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((stop - start) / step)));
+  return Tensor::make({n}, dtype, resolve_device(device), std::make_shared<Arange>(start, step), {});
+}
+
+Tensor eye(int64_t n, int64_t m, int64_t k, Dtype dtype, OptDevice device) {
+  if (m < 0) m = n;
+  check_shape({n, m}, "eye");
+  return Tensor::make({n, m}, dtype, resolve_device(device), std::make_shared<Eye>(k), {});
+}
+
+// ---- random: a global seed and a counter give each draw its own key ----
+namespace {
+std::atomic<uint64_t> g_seed{0};
+std::atomic<uint64_t> g_counter{0};
+
+uint64_t next_key() {
+  uint64_t c = g_counter.fetch_add(1, std::memory_order_relaxed);
+  return mix64(g_seed.load(std::memory_order_relaxed) ^ mix64(c + 0x5eed));
+}
+
+Tensor random_tensor(const Shape& shape, Dtype dtype, OptDevice device, Random::Kind kind,
+                     const char* fn, int64_t lo = 0, int64_t hi = 0) {
+  check_shape(shape, fn);
+  return Tensor::make(shape, dtype, resolve_device(device),
+                      std::make_shared<Random>(kind, next_key(), lo, hi), {});
+}
+}  // namespace
+
+void manual_seed(uint64_t seed) {
+  g_seed = seed;
+  g_counter = 0;
+}
+
+Tensor rand(const Shape& shape, Dtype dtype, OptDevice device) {
+  if (!is_floating(dtype)) throw ValueError(errmsg("rand", "needs a floating-point dtype"));
+  return random_tensor(shape, dtype, device, Random::Uniform, "rand");
+}
+
+Tensor randn(const Shape& shape, Dtype dtype, OptDevice device) {
+  if (!is_floating(dtype)) throw ValueError(errmsg("randn", "needs a floating-point dtype"));
+  return random_tensor(shape, dtype, device, Random::Normal, "randn");
+}
+
+Tensor randint(int64_t low, int64_t high, const Shape& shape, Dtype dtype, OptDevice device) {
+  if (!is_integral(dtype)) throw ValueError(errmsg("randint", "needs an integer dtype"));
+  if (high <= low) {
+    throw ValueError(errmsg("randint", "high (" + std::to_string(high) +
+                                           ") must be greater than low (" + std::to_string(low) + ")"));
+  }
+  if (dtype == Dtype::Int32 && (low < INT32_MIN || high - 1 > INT32_MAX)) {
+    throw ValueError(errmsg("randint", "range does not fit int32"));
+  }
+  return random_tensor(shape, dtype, device, Random::Integer, "randint", low, high);
+}
+
+}  // namespace pyflame

@@ -1,0 +1,125 @@
+// Elementwise, comparison, selection, type and device ops.
+#include <cmath>
+
+#include "ops/op_utils.h"
+
+namespace pyflame {
+
+const char* unary_name(UnaryOp op) {
+  static const char* names[] = {"neg",  "abs",  "sqrt",    "exp",  "log",       "sin", "cos",
+                                "tanh", "relu", "sigmoid", "gelu", "gelu_tanh", "silu"};
+  return names[static_cast<int>(op)];
+}
+
+const char* binary_name(BinaryOp op) {
+  static const char* names[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum",
+                                "eq",  "ne",  "lt",  "le",  "gt",  "ge"};
+  return names[static_cast<int>(op)];
+}
+
+namespace {
+
+Tensor unary(UnaryOp op, const Tensor& x) {
+  const char* fn = unary_name(op);
+  check_defined(x, fn);
+  bool int_ok = op == UnaryOp::Neg || op == UnaryOp::Abs || op == UnaryOp::Relu;
+  if (x.dtype() == Dtype::Bool && int_ok) {
+    throw ValueError(errmsg(fn, "not supported for bool tensors"));
+  }
+  // Transcendental ops on integers compute in float32, as in PyTorch.
+  Tensor in = (!int_ok && !is_floating(x.dtype())) ? astype(x, Dtype::Float32) : x;
+  return Tensor::make(in.shape(), in.dtype(), in.device(), std::make_shared<Unary>(op), {in});
+}
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
+  const char* fn = binary_name(op);
+  check_defined(a, fn);
+  check_defined(b, fn);
+  check_same_device(a, b, fn);
+  Dtype t = promote_types(a.dtype(), b.dtype());
+  if (op == BinaryOp::Div && !is_floating(t)) t = Dtype::Float32;
+  if (t == Dtype::Bool && (op == BinaryOp::Sub || op == BinaryOp::Pow)) {
+    throw ValueError(errmsg(fn, "not supported for bool tensors"));
+  }
+  Shape s = broadcast_shapes(a.shape(), b.shape(), fn);
+  Tensor x = broadcast_to(astype(a, t), s);
+  Tensor y = broadcast_to(astype(b, t), s);
+  Dtype out = is_comparison(op) ? Dtype::Bool : t;
+  return Tensor::make(s, out, a.device(), std::make_shared<Binary>(op), {x, y});
+}
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Add, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Sub, a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Div, a, b); }
+Tensor pow(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Pow, a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Maximum, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Minimum, a, b); }
+Tensor eq(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Eq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Ne, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Lt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Le, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Gt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Ge, a, b); }
+
+Tensor neg(const Tensor& x) { return unary(UnaryOp::Neg, x); }
+Tensor abs(const Tensor& x) { return unary(UnaryOp::Abs, x); }
+Tensor sqrt(const Tensor& x) { return unary(UnaryOp::Sqrt, x); }
+Tensor exp(const Tensor& x) { return unary(UnaryOp::Exp, x); }
+Tensor log(const Tensor& x) { return unary(UnaryOp::Log, x); }
+Tensor sin(const Tensor& x) { return unary(UnaryOp::Sin, x); }
+Tensor cos(const Tensor& x) { return unary(UnaryOp::Cos, x); }
+Tensor tanh(const Tensor& x) { return unary(UnaryOp::Tanh, x); }
+Tensor relu(const Tensor& x) { return unary(UnaryOp::Relu, x); }
+Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::Sigmoid, x); }
+Tensor silu(const Tensor& x) { return unary(UnaryOp::Silu, x); }
+Tensor gelu(const Tensor& x, bool tanh_approx) {
+  return unary(tanh_approx ? UnaryOp::GeluTanh : UnaryOp::Gelu, x);
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  check_defined(cond, "where");
+  check_same_device(cond, a, "where");
+  check_same_device(a, b, "where");
+  Dtype t = promote_types(a.dtype(), b.dtype());
+  Shape s = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
+  Tensor c = cond.dtype() == Dtype::Bool ? cond : ne(cond, zeros({}, cond.dtype(), cond.device()));
+  return Tensor::make(s, t, a.device(), std::make_shared<Where>(),
+                      {broadcast_to(c, s), broadcast_to(astype(a, t), s), broadcast_to(astype(b, t), s)});
+}
+
+Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi) {
+  check_defined(x, "clamp");
+  if (!lo && !hi) throw ValueError(errmsg("clamp", "at least one of min and max must be given"));
+  bool whole = (!lo || *lo == std::floor(*lo)) && (!hi || *hi == std::floor(*hi));
+  Dtype t = promote_with_scalar(x.dtype(), whole ? ScalarKind::Int : ScalarKind::Float);
+  if (t == Dtype::Bool) throw ValueError(errmsg("clamp", "not supported for bool tensors"));
+  Tensor y = astype(x, t);
+  if (lo) y = maximum(y, scalar(*lo, t, x.device()));
+  if (hi) y = minimum(y, scalar(*hi, t, x.device()));
+  return y;
+}
+
+Tensor astype(const Tensor& x, Dtype dtype) {
+  check_defined(x, "astype");
+  if (x.dtype() == dtype) return x;
+  return Tensor::make(x.shape(), dtype, x.device(), std::make_shared<AsType>(), {x});
+}
+
+Tensor contiguous(const Tensor& x) {
+  check_defined(x, "contiguous");
+  if (x.is_row_contiguous()) return x;
+  return Tensor::make(x.shape(), x.dtype(), x.device(), std::make_shared<AsType>(), {x});
+}
+
+Tensor to_device(const Tensor& x, Device device) {
+  check_defined(x, "to");
+  if (x.device() == device) return x;
+  // Transfers move whole row-major buffers: reorder on the source first.
+  Tensor src = contiguous(x);
+  return Tensor::make(x.shape(), x.dtype(), device, std::make_shared<ToDevice>(), {src});
+}
+
+}  // namespace pyflame

@@ -1,0 +1,30 @@
+// Helpers shared by the op functions (argument checks, device resolution).
+#pragma once
+#include <string>
+
+#include "ir/primitives.h"
+#include "pyflame/ops.h"
+
+namespace pyflame {
+
+inline Device resolve_device(const OptDevice& d) { return d ? *d : default_device(); }
+
+inline void check_same_device(const Tensor& a, const Tensor& b, const char* fn) {
+  if (a.device() != b.device()) {
+    throw ValueError(errmsg(fn, "tensors are on different devices (" + a.device().str() +
+                                    " and " + b.device().str() +
+                                    "); move one with .to(device)"));
+  }
+}
+
+inline void check_defined(const Tensor& t, const char* fn) {
+  if (!t.defined()) throw ValueError(errmsg(fn, "got an undefined tensor"));
+}
+
+inline void check_shape(const Shape& s, const char* fn) {
+  for (auto d : s) {
+    if (d < 0) throw ValueError(errmsg(fn, "negative dimension in shape " + shape_str(s)));
+  }
+}
+
+}  // namespace pyflame

@@ -1,0 +1,159 @@
+// Core tests: dtypes, devices, graph evaluation and freeing, views, errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+
+#include "pyflame/backend/rocm.h"
+#include "pyflame/errors.h"
+#include "pyflame/ops.h"
+
+using namespace pyflame;
+
+namespace {
+std::vector<float> host(const Tensor& t) {
+  Tensor f = astype(t, Dtype::Float32);
+  std::vector<float> v(f.size());
+  f.copy_to_host(v.data());
+  return v;
+}
+Tensor from(std::vector<float> v, Shape s) { return Tensor::from_host(v.data(), s, Dtype::Float32); }
+}  // namespace
+
+TEST(Dtype, Promotion) {
+  EXPECT_EQ(promote_types(Dtype::Int32, Dtype::Int64), Dtype::Int64);
+  EXPECT_EQ(promote_types(Dtype::Bool, Dtype::Int32), Dtype::Int32);
+  EXPECT_EQ(promote_types(Dtype::Int64, Dtype::Float16), Dtype::Float16);
+  EXPECT_EQ(promote_types(Dtype::Float16, Dtype::BFloat16), Dtype::Float32);
+  EXPECT_EQ(promote_types(Dtype::Float16, Dtype::Float32), Dtype::Float32);
+  EXPECT_EQ(promote_with_scalar(Dtype::Int32, ScalarKind::Float), Dtype::Float32);
+  EXPECT_EQ(promote_with_scalar(Dtype::Float16, ScalarKind::Float), Dtype::Float16);
+  EXPECT_EQ(promote_with_scalar(Dtype::Int32, ScalarKind::Int), Dtype::Int32);
+  EXPECT_THROW(dtype_from_string("float64"), ValueError);
+}
+
+TEST(Device, Parse) {
+  EXPECT_TRUE(Device::parse("cpu").is_cpu());
+  EXPECT_THROW(Device::parse("tpu"), ValueError);
+  EXPECT_THROW(Device::parse("rocm:x"), ValueError);
+  EXPECT_THROW(Device::parse("cerebras"), RuntimeError);
+  EXPECT_THROW(Device::parse("cerebras:simulator"), RuntimeError);
+  if (!backend::rocm::is_available()) {
+    EXPECT_THROW(Device::parse("rocm"), RuntimeError);
+    EXPECT_TRUE(Device::parse("auto").is_cpu());
+  }
+}
+
+TEST(Graph, LazyUntilEval) {
+  Tensor a = ones({4}), b = full({4}, 2.0);
+  Tensor c = add(a, b);
+  EXPECT_FALSE(c.is_evaluated());
+  EXPECT_EQ(host(c), (std::vector<float>{3, 3, 3, 3}));
+  EXPECT_TRUE(c.is_evaluated());
+  EXPECT_TRUE(c.inputs().empty());  // detached after evaluation
+}
+
+TEST(Graph, LongChainEvaluatesAndFreesWithoutRecursion) {
+  Tensor x = zeros({8});
+  for (int i = 0; i < 100000; ++i) x = add(x, scalar(1.0, Dtype::Float32));
+  EXPECT_FLOAT_EQ(host(x)[7], 100000.0f);
+  Tensor y = zeros({2});
+  for (int i = 0; i < 100000; ++i) y = neg(y);
+  y = Tensor();  // destroying an unevaluated 100,000-node chain
+  SUCCEED();
+}
+
+TEST(Graph, IntermediatesFreed) {
+  Tensor a = ones({1024});
+  std::weak_ptr<Node> mid;
+  Tensor out;
+  {
+    Tensor m = exp(a);
+    mid = m.node_ptr();
+    out = add(m, a);
+  }
+  EXPECT_FALSE(mid.expired());
+  out.eval();
+  EXPECT_TRUE(mid.expired());
+}
+
+TEST(Graph, ThreadsBuildAndEvaluateTheirOwnGraphs) {
+  std::vector<std::thread> ts;
+  std::vector<float> results(8);
+  for (int t = 0; t < 8; ++t) {
+    ts.emplace_back([t, &results] {
+      Tensor x = full({256, 64}, t);
+      for (int i = 0; i < 200; ++i) x = add(x, scalar(1.0, Dtype::Float32));
+      results[t] = host(mean(x))[0];
+    });
+  }
+  for (auto& th : ts) th.join();
+  for (int t = 0; t < 8; ++t) EXPECT_FLOAT_EQ(results[t], t + 200.0f);
+}
+
+TEST(Views, TransposeSliceBroadcastShareBuffers) {
+  Tensor a = from({0, 1, 2, 3, 4, 5}, {2, 3});
+  a.eval();
+  Tensor t = transpose(a, {});
+  EXPECT_EQ(t.shape(), (Shape{3, 2}));
+  EXPECT_EQ(host(t), (std::vector<float>{0, 3, 1, 4, 2, 5}));
+  EXPECT_EQ(t.buffer(), a.buffer());
+  Tensor s = slice(a, {0, 2}, {2, -4}, {1, -1});
+  EXPECT_EQ(s.shape(), (Shape{2, 3}));
+  EXPECT_EQ(host(s), (std::vector<float>{2, 1, 0, 5, 4, 3}));
+  Tensor bc = broadcast_to(from({1, 2}, {2, 1}), {2, 3});
+  EXPECT_EQ(host(bc), (std::vector<float>{1, 1, 1, 2, 2, 2}));
+  EXPECT_EQ(host(reshape(t, {6})), (std::vector<float>{0, 3, 1, 4, 2, 5}));
+}
+
+TEST(Ops, MatmulMatchesLoop) {
+  manual_seed(3);
+  Tensor a = randn({3, 5, 7}), b = randn({7, 4});
+  auto ha = host(a), hb = host(b), hc = host(matmul(a, b));
+  for (int bt = 0; bt < 3; ++bt)
+    for (int i = 0; i < 5; ++i)
+      for (int j = 0; j < 4; ++j) {
+        double acc = 0;
+        for (int k = 0; k < 7; ++k) acc += ha[bt * 35 + i * 7 + k] * hb[k * 4 + j];
+        EXPECT_NEAR(hc[bt * 20 + i * 4 + j], acc, 1e-4);
+      }
+}
+
+TEST(Ops, ReductionsAndSoftmax) {
+  Tensor a = from({1, 2, 3, 4, 5, 6}, {2, 3});
+  EXPECT_EQ(host(sum(a, {1})), (std::vector<float>{6, 15}));
+  EXPECT_EQ(host(max(a, {0})), (std::vector<float>{4, 5, 6}));
+  EXPECT_EQ(host(prod(a)), (std::vector<float>{720}));
+  auto sm = host(softmax(a, 0));
+  EXPECT_NEAR(sm[0] + sm[3], 1.0f, 1e-6);
+  EXPECT_NEAR(sm[0], 1.0 / (1.0 + std::exp(3.0)), 1e-6);
+}
+
+TEST(Ops, RandomIsSeeded) {
+  manual_seed(42);
+  auto x = host(randn({1000}));
+  manual_seed(42);
+  auto y = host(randn({1000}));
+  EXPECT_EQ(x, y);
+  double m = 0, v = 0;
+  for (float f : x) m += f;
+  m /= x.size();
+  for (float f : x) v += (f - m) * (f - m);
+  v /= x.size();
+  EXPECT_NEAR(m, 0.0, 0.1);
+  EXPECT_NEAR(v, 1.0, 0.15);
+}
+
+TEST(Errors, MessagesNameTheFunction) {
+  try {
+    matmul(zeros({2, 3}), zeros({4, 5}));
+    FAIL();
+  } catch (const ValueError& e) {
+    EXPECT_STREQ(e.what(), "[matmul] shapes (2,3) and (4,5) do not align");
+  }
+  EXPECT_THROW(add(zeros({2, 3}), zeros({4})), ValueError);
+  EXPECT_THROW(sum(zeros({2}), {3}), ValueError);
+  EXPECT_THROW(max(zeros({0})), ValueError);
+  EXPECT_THROW(select(zeros({3}), 0, 3), IndexError);
+  EXPECT_THROW(reshape(zeros({6}), {4, -1}), ValueError);
+}
