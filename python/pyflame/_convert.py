@@ -1,0 +1,45 @@
+"""Conversions from Python and NumPy values to what the core accepts."""
+import numpy as np
+
+# NumPy dtype -> the PyFlame dtype it becomes. float64 narrows to float32 (the
+# framework's default float, as torch.tensor does with Python floats).
+_FROM_NUMPY = {
+    "float64": "float32", "float32": "float32", "float16": "float16",
+    "int64": "int64", "uint32": "int64", "uint64": "int64",
+    "int32": "int32", "int16": "int32", "int8": "int32", "uint8": "int32", "uint16": "int32",
+    "bool": "bool",
+}
+
+
+def dtype_name(obj):
+    """Name of a supported dtype given a NumPy dtype or scalar type, else None."""
+    try:
+        name = np.dtype(obj).name
+    except TypeError:
+        return None
+    return name if name in ("float32", "float16", "int32", "int64", "bool") else None
+
+
+def to_array(obj, fn="tensor"):
+    """Any array-like as a C-contiguous NumPy array of a supported dtype."""
+    try:
+        arr = np.asarray(obj)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"[{fn}] cannot convert {type(obj).__name__} to a tensor: {e}") from None
+    target = _FROM_NUMPY.get(arr.dtype.name)
+    if target is None:
+        raise ValueError(f"[{fn}] cannot convert data of dtype {arr.dtype} to a tensor "
+                         "(expected numbers or booleans)")
+    return np.ascontiguousarray(arr, dtype=target)
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or platform.machine()

@@ -1,0 +1,36 @@
+// Conversions between Python objects and core values, shared by the binding
+// files.
+#pragma once
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "pyflame/ops.h"
+
+namespace nb = nanobind;
+
+namespace pyflame::py {
+
+// dtype from a pf.Dtype, a string, a NumPy dtype or a Python type.
+Dtype to_dtype(nb::handle obj, const char* fn);
+std::optional<Dtype> to_opt_dtype(nb::handle obj, const char* fn);
+OptDevice to_opt_device(nb::handle obj, const char* fn);
+
+// Any tensor-like object as a tensor. Python scalars take a dtype from
+// `like` (weak typing) and its device; arrays and lists go through NumPy.
+Tensor as_tensor(nb::handle obj, const Tensor* like, const char* fn);
+
+// A C-contiguous NumPy array of a supported dtype -> an evaluated CPU tensor.
+Tensor from_numpy(nb::handle array, const char* fn);
+nb::object to_numpy(const Tensor& t);
+
+// None, an int or a sequence of ints.
+Axes to_axes(nb::handle obj, const char* fn);
+
+void init_tensor(nb::module_& m);
+void init_ops(nb::module_& m);
+void init_device(nb::module_& m);
+
+}  // namespace pyflame::py

@@ -1,0 +1,109 @@
+#include <cstring>
+#include <memory>
+
+#include "common.h"
+#include "pyflame/errors.h"
+
+namespace pyflame::py {
+
+namespace {
+nb::object convert_module() { return nb::module_::import_("pyflame._convert"); }
+}  // namespace
+
+Dtype to_dtype(nb::handle obj, const char* fn) {
+  if (nb::isinstance<Dtype>(obj)) return nb::cast<Dtype>(obj);
+  if (nb::isinstance<nb::str>(obj)) return dtype_from_string(nb::cast<std::string>(obj), fn);
+  if (obj.is(reinterpret_cast<PyObject*>(&PyFloat_Type))) return Dtype::Float32;
+  if (obj.is(reinterpret_cast<PyObject*>(&PyLong_Type))) return Dtype::Int64;
+  if (obj.is(reinterpret_cast<PyObject*>(&PyBool_Type))) return Dtype::Bool;
+  // NumPy dtypes and scalar types: by name.
+  nb::object name = convert_module().attr("dtype_name")(obj);
+  if (name.is_none()) {
+    throw ValueError(errmsg(fn, "unsupported dtype " + nb::cast<std::string>(nb::repr(obj))));
+  }
+  return dtype_from_string(nb::cast<std::string>(name), fn);
+}
+
+std::optional<Dtype> to_opt_dtype(nb::handle obj, const char* fn) {
+  if (obj.is_none()) return std::nullopt;
+  return to_dtype(obj, fn);
+}
+
+OptDevice to_opt_device(nb::handle obj, const char* fn) {
+  if (obj.is_none()) return std::nullopt;
+  if (nb::isinstance<nb::str>(obj)) return Device::parse(nb::cast<std::string>(obj), fn);
+  throw ValueError(errmsg(fn, "device must be a string such as 'cpu' or 'rocm:0', got " +
+                                  nb::cast<std::string>(nb::repr(obj))));
+}
+
+Tensor from_numpy(nb::handle array, const char* fn) {
+  auto arr = nb::cast<nb::ndarray<nb::c_contig, nb::device::cpu>>(array);
+  auto dt = arr.dtype();
+  Dtype t;
+  if (dt == nb::dtype<float>()) t = Dtype::Float32;
+  else if (dt == nb::dtype<int64_t>()) t = Dtype::Int64;
+  else if (dt == nb::dtype<int32_t>()) t = Dtype::Int32;
+  else if (dt == nb::dtype<bool>()) t = Dtype::Bool;
+  else if (dt.code == (uint8_t)nb::dlpack::dtype_code::Float && dt.bits == 16) t = Dtype::Float16;
+  else throw ValueError(errmsg(fn, "unsupported array dtype"));
+  Shape shape(arr.ndim());
+  for (size_t i = 0; i < arr.ndim(); ++i) shape[i] = static_cast<int64_t>(arr.shape(i));
+  return Tensor::from_host(arr.data(), shape, t);
+}
+
+Tensor as_tensor(nb::handle obj, const Tensor* like, const char* fn) {
+  if (nb::isinstance<Tensor>(obj)) return nb::cast<Tensor>(obj);
+  OptDevice dev = like ? OptDevice(like->device()) : std::nullopt;
+  if (PyBool_Check(obj.ptr())) {
+    Dtype t = like ? promote_with_scalar(like->dtype(), ScalarKind::Bool) : Dtype::Bool;
+    return scalar(obj.ptr() == Py_True ? 1.0 : 0.0, t, dev);
+  }
+  if (PyLong_Check(obj.ptr())) {
+    Dtype t = like ? promote_with_scalar(like->dtype(), ScalarKind::Int) : Dtype::Int64;
+    return scalar(static_cast<double>(nb::cast<int64_t>(obj)), t, dev);
+  }
+  if (PyFloat_Check(obj.ptr())) {
+    Dtype t = like ? promote_with_scalar(like->dtype(), ScalarKind::Float) : Dtype::Float32;
+    return scalar(nb::cast<double>(obj), t, dev);
+  }
+  // Lists, tuples, NumPy arrays and NumPy scalars.
+  nb::object arr = convert_module().attr("to_array")(obj, fn);
+  Tensor t = from_numpy(arr, fn);
+  Device d = dev ? *dev : default_device();
+  return to_device(t, d);
+}
+
+nb::object to_numpy(const Tensor& t_in) {
+  // NumPy has no bfloat16: such tensors come back as float32.
+  Tensor t = t_in.dtype() == Dtype::BFloat16 ? astype(t_in, Dtype::Float32) : t_in;
+  size_t bytes = t.nbytes();
+  std::unique_ptr<char[]> buf(new char[std::max<size_t>(bytes, 1)]);
+  {
+    nb::gil_scoped_release release;
+    t.copy_to_host(buf.get());
+  }
+  std::vector<size_t> shape(t.shape().begin(), t.shape().end());
+  nb::dlpack::dtype dt;
+  switch (t.dtype()) {
+    case Dtype::Bool: dt = nb::dtype<bool>(); break;
+    case Dtype::Int32: dt = nb::dtype<int32_t>(); break;
+    case Dtype::Int64: dt = nb::dtype<int64_t>(); break;
+    case Dtype::Float16: dt = {(uint8_t)nb::dlpack::dtype_code::Float, 16, 1}; break;
+    default: dt = nb::dtype<float>(); break;
+  }
+  char* raw = buf.release();
+  nb::capsule owner(raw, [](void* p) noexcept { delete[] static_cast<char*>(p); });
+  return nb::cast(nb::ndarray<nb::numpy>(raw, shape.size(), shape.data(), owner, nullptr, dt));
+}
+
+Axes to_axes(nb::handle obj, const char* fn) {
+  if (obj.is_none()) return {};
+  if (PyLong_Check(obj.ptr())) return {nb::cast<int>(obj)};
+  try {
+    return nb::cast<Axes>(obj);
+  } catch (const nb::cast_error&) {
+    throw ValueError(errmsg(fn, "axis must be None, an int or a sequence of ints"));
+  }
+}
+
+}  // namespace pyflame::py

@@ -1,0 +1,60 @@
+// Device management (spec 002): set_device, device_info, rocm_* functions.
+#include <thread>
+
+#include "common.h"
+#include "pyflame/backend/rocm.h"
+
+namespace pyflame::py {
+
+namespace {
+nb::dict info_dict(const backend::rocm::DeviceInfo& i) {
+  nb::dict d;
+  d["device_id"] = i.device_id;
+  d["name"] = i.name;
+  d["architecture"] = i.architecture;
+  d["platform"] = i.platform;
+  d["total_memory"] = i.total_memory;
+  d["free_memory"] = i.free_memory;
+  d["compute_units"] = i.compute_units;
+  d["wave_size"] = i.wave_size;
+  return d;
+}
+}  // namespace
+
+void init_device(nb::module_& m) {
+  namespace r = backend::rocm;
+  m.def("set_device", [](const std::string& s) { set_default_device(Device::parse(s, "set_device")); },
+        nb::arg("device"));
+  m.def("get_device", []() { return default_device().str(); });
+  m.def("device_info", []() {
+    Device d = default_device();
+    if (d.is_gpu()) {
+      nb::dict info = info_dict(r::get_device_info(d.index));
+      info["type"] = "rocm";
+      return info;
+    }
+    nb::dict info;
+    info["type"] = "cpu";
+    info["name"] = nb::module_::import_("pyflame._convert").attr("cpu_name")();
+    info["cores"] = std::thread::hardware_concurrency();
+    return info;
+  });
+  m.def("synchronize", []() {
+    nb::gil_scoped_release release;
+    if (default_device().is_gpu()) r::synchronize();
+  });
+  m.def("rocm_is_available", &r::is_available);
+  m.def("rocm_device_count", &r::get_device_count);
+  m.def("rocm_get_device_info", [](int i) { return info_dict(r::get_device_info(i)); },
+        nb::arg("device_id") = 0);
+  m.def("rocm_set_device", &r::set_device, nb::arg("device_id"));
+  m.def("rocm_get_device", &r::get_current_device);
+  m.def("rocm_synchronize", []() {
+    nb::gil_scoped_release release;
+    r::synchronize();
+  });
+  m.def("gpu_backend_compiled", &r::compiled);
+  m.def("gpu_platform", &r::platform);
+}
+
+}  // namespace pyflame::py

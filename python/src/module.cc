@@ -1,0 +1,11 @@
+#include "common.h"
+#include "pyflame/errors.h"
+
+NB_MODULE(_core, m) {
+  m.doc() = "PyFlame core: lazy tensors, ops and devices";
+  // Subclass of RuntimeError, as the spec's users catch RuntimeError.
+  nb::exception<pyflame::OutOfMemoryError>(m, "OutOfMemoryError", PyExc_RuntimeError);
+  pyflame::py::init_tensor(m);
+  pyflame::py::init_ops(m);
+  pyflame::py::init_device(m);
+}

@@ -1,0 +1,153 @@
+// Module-level op functions. Arguments may be tensors, Python scalars,
+// lists or NumPy arrays; shapes and defaults are normalized in pyflame/ops.py.
+#include "common.h"
+#include "pyflame/errors.h"
+
+namespace pyflame::py {
+
+namespace {
+
+// Two tensor-likes; a scalar adopts the other operand's dtype and device.
+std::pair<Tensor, Tensor> tensor_pair(nb::handle a, nb::handle b, const char* fn) {
+  if (nb::isinstance<Tensor>(a)) {
+    Tensor ta = nb::cast<Tensor>(a);
+    return {ta, as_tensor(b, &ta, fn)};
+  }
+  if (nb::isinstance<Tensor>(b)) {
+    Tensor tb = nb::cast<Tensor>(b);
+    return {as_tensor(a, &tb, fn), tb};
+  }
+  Tensor ta = as_tensor(a, nullptr, fn);
+  return {ta, as_tensor(b, &ta, fn)};
+}
+
+template <Tensor (*F)(const Tensor&, const Tensor&)>
+void def_binary(nb::module_& m, const char* name) {
+  m.def(name, [name](nb::handle a, nb::handle b) {
+    auto [x, y] = tensor_pair(a, b, name);
+    return F(x, y);
+  }, nb::arg("a"), nb::arg("b"));
+}
+
+template <Tensor (*F)(const Tensor&)>
+void def_unary(nb::module_& m, const char* name) {
+  m.def(name, [name](nb::handle x) { return F(as_tensor(x, nullptr, name)); }, nb::arg("x"));
+}
+
+Dtype dtype_or(nb::handle d, Dtype def, const char* fn) {
+  auto t = to_opt_dtype(d, fn);
+  return t ? *t : def;
+}
+
+}  // namespace
+
+void init_ops(nb::module_& m) {
+  auto none = nb::none();
+  // ---- creation (shape already a list of ints) ----
+  m.def("full", [](const Shape& s, double v, nb::handle dt, nb::handle dev) {
+    return full(s, v, dtype_or(dt, Dtype::Float32, "full"), to_opt_device(dev, "full"));
+  }, nb::arg("shape"), nb::arg("value"), nb::arg("dtype") = none, nb::arg("device") = none);
+  m.def("arange", [](double start, double stop, double step, nb::handle dt, nb::handle dev) {
+    return arange(start, stop, step, dtype_or(dt, Dtype::Float32, "arange"), to_opt_device(dev, "arange"));
+  }, nb::arg("start"), nb::arg("stop"), nb::arg("step"), nb::arg("dtype") = none, nb::arg("device") = none);
+  m.def("eye", [](int64_t n, std::optional<int64_t> mm, int64_t k, nb::handle dt, nb::handle dev) {
+    return eye(n, mm.value_or(-1), k, dtype_or(dt, Dtype::Float32, "eye"), to_opt_device(dev, "eye"));
+  }, nb::arg("n"), nb::arg("m") = none, nb::arg("k") = 0, nb::arg("dtype") = none, nb::arg("device") = none);
+  m.def("manual_seed", &manual_seed, nb::arg("seed"));
+  m.def("rand", [](const Shape& s, nb::handle dt, nb::handle dev) {
+    return rand(s, dtype_or(dt, Dtype::Float32, "rand"), to_opt_device(dev, "rand"));
+  }, nb::arg("shape"), nb::arg("dtype") = none, nb::arg("device") = none);
+  m.def("randn", [](const Shape& s, nb::handle dt, nb::handle dev) {
+    return randn(s, dtype_or(dt, Dtype::Float32, "randn"), to_opt_device(dev, "randn"));
+  }, nb::arg("shape"), nb::arg("dtype") = none, nb::arg("device") = none);
+  m.def("randint", [](int64_t lo, int64_t hi, const Shape& s, nb::handle dt, nb::handle dev) {
+    return randint(lo, hi, s, dtype_or(dt, Dtype::Int64, "randint"), to_opt_device(dev, "randint"));
+  }, nb::arg("low"), nb::arg("high"), nb::arg("shape"), nb::arg("dtype") = none, nb::arg("device") = none);
+  m.def("from_numpy", [](nb::handle arr, nb::handle dev) {
+    Tensor t = from_numpy(arr, "tensor");
+    OptDevice d = to_opt_device(dev, "tensor");
+    return to_device(t, d ? *d : default_device());
+  }, nb::arg("array"), nb::arg("device") = none);
+
+  // ---- elementwise ----
+  def_binary<add>(m, "add");
+  def_binary<sub>(m, "sub");
+  def_binary<mul>(m, "mul");
+  def_binary<div>(m, "div");
+  def_binary<pow>(m, "pow");
+  def_binary<maximum>(m, "maximum");
+  def_binary<minimum>(m, "minimum");
+  def_binary<eq>(m, "eq");
+  def_binary<ne>(m, "ne");
+  def_binary<lt>(m, "lt");
+  def_binary<le>(m, "le");
+  def_binary<gt>(m, "gt");
+  def_binary<ge>(m, "ge");
+  def_binary<matmul>(m, "matmul");
+  def_unary<neg>(m, "neg");
+  def_unary<abs>(m, "abs");
+  def_unary<sqrt>(m, "sqrt");
+  def_unary<exp>(m, "exp");
+  def_unary<log>(m, "log");
+  def_unary<sin>(m, "sin");
+  def_unary<cos>(m, "cos");
+  def_unary<tanh>(m, "tanh");
+  def_unary<relu>(m, "relu");
+  def_unary<sigmoid>(m, "sigmoid");
+  def_unary<silu>(m, "silu");
+  m.def("gelu", [](nb::handle x, const std::string& approximate) {
+    if (approximate != "none" && approximate != "tanh") {
+      throw ValueError(errmsg("gelu", "approximate must be 'none' or 'tanh', got '" + approximate + "'"));
+    }
+    return gelu(as_tensor(x, nullptr, "gelu"), approximate == "tanh");
+  }, nb::arg("x"), nb::arg("approximate") = "none");
+  m.def("where", [](nb::handle c, nb::handle a, nb::handle b) {
+    Tensor tc = as_tensor(c, nullptr, "where");
+    auto [ta, tb] = tensor_pair(a, b, "where");
+    return where(tc, ta, tb);
+  }, nb::arg("condition"), nb::arg("a"), nb::arg("b"));
+  m.def("clamp", [](nb::handle x, std::optional<double> lo, std::optional<double> hi) {
+    return clamp(as_tensor(x, nullptr, "clamp"), lo, hi);
+  }, nb::arg("x"), nb::arg("min") = none, nb::arg("max") = none);
+  m.def("astype", [](nb::handle x, nb::handle dt) {
+    return astype(as_tensor(x, nullptr, "astype"), to_dtype(dt, "astype"));
+  }, nb::arg("x"), nb::arg("dtype"));
+  m.def("contiguous", &contiguous);
+
+  // ---- shape ----
+  m.def("reshape", [](const Tensor& x, const Shape& s) { return reshape(x, s); });
+  m.def("flatten", &flatten, nb::arg("x"), nb::arg("start_axis") = 0, nb::arg("end_axis") = -1);
+  m.def("transpose", [](const Tensor& x, nb::handle axes) {
+    return transpose(x, axes.is_none() ? std::vector<int>{} : to_axes(axes, "transpose"));
+  }, nb::arg("x"), nb::arg("axes") = none);
+  m.def("swapaxes", &swapaxes, nb::arg("x"), nb::arg("axis1"), nb::arg("axis2"));
+  m.def("squeeze", [](const Tensor& x, nb::handle axis) {
+    return axis.is_none() ? squeeze(x) : squeeze(x, to_axes(axis, "squeeze"));
+  }, nb::arg("x"), nb::arg("axis") = none);
+  m.def("unsqueeze", &unsqueeze, nb::arg("x"), nb::arg("axis"));
+  m.def("broadcast_to", [](const Tensor& x, const Shape& s) { return broadcast_to(x, s); });
+
+  // ---- reductions and softmax ----
+#define PF_REDUCE(name)                                                        \
+  m.def(#name, [](nb::handle x, nb::handle axis, bool keepdim) {               \
+    return name(as_tensor(x, nullptr, #name), to_axes(axis, #name), keepdim); \
+  }, nb::arg("x"), nb::arg("axis") = none, nb::arg("keepdim") = false);
+  PF_REDUCE(sum)
+  PF_REDUCE(mean)
+  PF_REDUCE(max)
+  PF_REDUCE(min)
+  PF_REDUCE(prod)
+#undef PF_REDUCE
+  m.def("softmax", [](nb::handle x, int axis) { return softmax(as_tensor(x, nullptr, "softmax"), axis); },
+        nb::arg("x"), nb::arg("axis") = -1);
+  m.def("log_softmax", [](nb::handle x, int axis) {
+    return log_softmax(as_tensor(x, nullptr, "log_softmax"), axis);
+  }, nb::arg("x"), nb::arg("axis") = -1);
+
+  m.def("eval", [](const std::vector<Tensor>& ts) {
+    nb::gil_scoped_release release;
+    eval(ts);
+  });
+}
+
+}  // namespace pyflame::py

@@ -1,0 +1,166 @@
+// The Tensor class: properties, host transfer, indexing and operators.
+#include "common.h"
+#include "pyflame/errors.h"
+
+namespace pyflame::py {
+
+namespace {
+
+nb::object item(const Tensor& t) {
+  if (t.size() != 1) {
+    throw ValueError(errmsg("item", "only tensors with one element can be converted to a "
+                                    "Python scalar, got shape " + shape_str(t.shape())));
+  }
+  Tensor h = astype(t, is_floating(t.dtype()) ? Dtype::Float32 : t.dtype());
+  union {
+    float f;
+    int32_t i32;
+    int64_t i64;
+    bool b;
+  } v;
+  {
+    nb::gil_scoped_release release;
+    h.copy_to_host(&v);
+  }
+  switch (h.dtype()) {
+    case Dtype::Bool: return nb::bool_(v.b);
+    case Dtype::Int32: return nb::int_(v.i32);
+    case Dtype::Int64: return nb::int_(v.i64);
+    default: return nb::float_(v.f);
+  }
+}
+
+// Basic indexing: ints, slices, None and one Ellipsis, as in NumPy.
+Tensor getitem(const Tensor& x, nb::handle key) {
+  std::vector<nb::handle> items;
+  if (nb::isinstance<nb::tuple>(key)) {
+    for (nb::handle h : nb::borrow<nb::tuple>(key)) items.push_back(h);
+  } else {
+    items.push_back(key);
+  }
+  int consumed = 0, ellipses = 0;
+  for (auto h : items) {
+    if (h.is(Py_Ellipsis)) ++ellipses;
+    else if (!h.is_none()) ++consumed;
+  }
+  if (ellipses > 1) throw IndexError(errmsg("getitem", "an index can only have one ellipsis"));
+  if (consumed > x.ndim()) {
+    throw IndexError(errmsg("getitem", "too many indices for a " + std::to_string(x.ndim()) +
+                                           "-d tensor"));
+  }
+  Tensor out = x;
+  int axis = 0;
+  for (auto h : items) {
+    if (h.is(Py_Ellipsis)) {
+      axis += x.ndim() - consumed;
+    } else if (h.is_none()) {
+      out = unsqueeze(out, axis++);
+    } else if (PySlice_Check(h.ptr())) {
+      Py_ssize_t start, stop, step;
+      if (PySlice_Unpack(h.ptr(), &start, &stop, &step) < 0) throw nb::python_error();
+      std::vector<int64_t> b(out.ndim(), 0), e(out.shape()), s(out.ndim(), 1);
+      b[axis] = start;
+      e[axis] = stop;
+      s[axis] = step;
+      out = slice(out, b, e, s);
+      ++axis;
+    } else if (PyLong_Check(h.ptr()) || PyIndex_Check(h.ptr())) {
+      out = select(out, axis, nb::cast<int64_t>(nb::int_(h)));
+    } else {
+      throw IndexError(errmsg("getitem", "only integers, slices, None and ... are valid "
+                                         "indices, got " + nb::cast<std::string>(nb::repr(h.type()))));
+    }
+  }
+  return out;
+}
+
+using BinFn = Tensor (*)(const Tensor&, const Tensor&);
+
+template <BinFn F>
+Tensor forward(const Tensor& a, nb::handle b) {
+  return F(a, as_tensor(b, &a, "operator"));
+}
+template <BinFn F>
+Tensor reflected(const Tensor& a, nb::handle b) {
+  return F(as_tensor(b, &a, "operator"), a);
+}
+
+}  // namespace
+
+void init_tensor(nb::module_& m) {
+  nb::enum_<Dtype>(m, "Dtype")
+      .value("bool", Dtype::Bool)
+      .value("int32", Dtype::Int32)
+      .value("int64", Dtype::Int64)
+      .value("float16", Dtype::Float16)
+      .value("bfloat16", Dtype::BFloat16)
+      .value("float32", Dtype::Float32)
+      .def_prop_ro("itemsize", [](Dtype t) { return itemsize(t); })
+      .def_prop_ro("is_floating_point", [](Dtype t) { return is_floating(t); })
+      .def("__repr__", [](Dtype t) { return std::string("pyflame.") + dtype_name(t); })
+      .def("__str__", [](Dtype t) { return std::string(dtype_name(t)); });
+
+  nb::class_<Tensor>(m, "Tensor")
+      .def_prop_ro("shape", [](const Tensor& t) { return nb::tuple(nb::cast(t.shape())); })
+      .def_prop_ro("dtype", &Tensor::dtype)
+      .def_prop_ro("device", [](const Tensor& t) { return t.device().str(); })
+      .def_prop_ro("ndim", &Tensor::ndim)
+      .def_prop_ro("size", &Tensor::size)
+      .def_prop_ro("nbytes", &Tensor::nbytes)
+      .def_prop_ro("itemsize", &Tensor::itemsize)
+      .def_prop_ro("T", [](const Tensor& t) { return transpose(t, {}); })
+      .def_prop_ro("is_evaluated", &Tensor::is_evaluated)
+      .def("eval", [](const Tensor& t) { nb::gil_scoped_release r; t.eval(); return t; })
+      .def("numpy", &to_numpy)
+      .def("__array__", [](const Tensor& t, nb::handle dtype, nb::handle copy) {
+            nb::object a = to_numpy(t);
+            return dtype.is_none() ? a : a.attr("astype")(dtype);
+          }, nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none())
+      .def("item", &item)
+      .def("to", [](const Tensor& t, nb::handle d) {
+            if (!nb::isinstance<nb::str>(d)) {
+              return astype(t, to_dtype(d, "to"));  // .to(dtype), as in PyTorch
+            }
+            return to_device(t, Device::parse(nb::cast<std::string>(d), "to"));
+          })
+      .def("cpu", [](const Tensor& t) { return to_device(t, Device::cpu()); })
+      .def("astype", [](const Tensor& t, nb::handle d) { return astype(t, to_dtype(d, "astype")); })
+      .def("contiguous", &contiguous)
+      .def("__len__", [](const Tensor& t) {
+            if (t.ndim() == 0) throw ValueError("[len] len() of a 0-d tensor");
+            return t.shape()[0];
+          })
+      .def("__bool__", [](const Tensor& t) {
+            if (t.size() != 1) {
+              throw ValueError("[bool] the truth value of a tensor with more than one element "
+                               "is ambiguous");
+            }
+            return nb::cast<bool>(nb::bool_(item(t)));
+          })
+      .def("__float__", [](const Tensor& t) { return nb::cast<double>(nb::float_(item(t))); })
+      .def("__int__", [](const Tensor& t) { return nb::cast<int64_t>(nb::int_(item(t))); })
+      .def("__hash__", [](const Tensor& t) { return t.id(); })
+      .def("__getitem__", &getitem)
+      .def("__add__", &forward<add>)
+      .def("__radd__", &reflected<add>)
+      .def("__sub__", &forward<sub>)
+      .def("__rsub__", &reflected<sub>)
+      .def("__mul__", &forward<mul>)
+      .def("__rmul__", &reflected<mul>)
+      .def("__truediv__", &forward<div>)
+      .def("__rtruediv__", &reflected<div>)
+      .def("__pow__", &forward<pow>)
+      .def("__rpow__", &reflected<pow>)
+      .def("__matmul__", &forward<matmul>)
+      .def("__rmatmul__", &reflected<matmul>)
+      .def("__eq__", &forward<eq>)
+      .def("__ne__", &forward<ne>)
+      .def("__lt__", &forward<lt>)
+      .def("__le__", &forward<le>)
+      .def("__gt__", &forward<gt>)
+      .def("__ge__", &forward<ge>)
+      .def("__neg__", [](const Tensor& t) { return neg(t); })
+      .def("__abs__", [](const Tensor& t) { return abs(t); });
+}
+
+}  // namespace pyflame::py
