@@ -1,6 +1,7 @@
 // Device values: 'cpu', 'rocm', 'rocm:N' (aliases 'gpu', 'hip', 'cuda'),
 // 'auto' (best available).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <string_view>
 

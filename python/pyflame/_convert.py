@@ -30,7 +30,10 @@ def to_array(obj, fn="tensor"):
     if target is None:
         raise ValueError(f"[{fn}] cannot convert data of dtype {arr.dtype} to a tensor "
                          "(expected numbers or booleans)")
-    return np.ascontiguousarray(arr, dtype=target)
+    if arr.dtype == np.uint64 and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
+        raise ValueError(f"[{fn}] value {int(arr.max())} does not fit int64")
+    # Not np.ascontiguousarray: it turns 0-d arrays (scalars) into 1-d ones.
+    return np.asarray(arr, dtype=target, order="C")
 
 
 def cpu_name():

@@ -9,18 +9,23 @@ from . import _core
 from ._convert import to_array
 
 
-def _shape(args, fn):
+def _shape(args, fn, allow_minus_one=False):
     """Accepts f(2, 3) and f((2, 3)) alike."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = tuple(args[0])
     try:
-        return [operator.index(a) for a in args]
+        shape = [operator.index(a) for a in args]
     except TypeError:
         raise ValueError(f"[{fn}] shape must be integers, got {args!r}") from None
+    if not allow_minus_one and any(d < 0 for d in shape):
+        raise ValueError(f"[{fn}] negative dimension in shape {tuple(shape)}")
+    return shape
 
 
 def tensor(data, dtype=None, device=None):
     """A tensor holding a copy of ``data`` (a list, scalar, NumPy array or tensor)."""
+    if dtype is not None:
+        dtype = _core._dtype(dtype, "tensor")
     if isinstance(data, _core.Tensor):
         out = data if device is None else data.to(device)
     else:
@@ -32,11 +37,11 @@ asarray = tensor
 
 
 def zeros(*shape, dtype=None, device=None):
-    return _core.full(_shape(shape, "zeros"), 0.0, dtype, device)
+    return _core.full(_shape(shape, "zeros"), 0.0, dtype, device, "zeros")
 
 
 def ones(*shape, dtype=None, device=None):
-    return _core.full(_shape(shape, "ones"), 1.0, dtype, device)
+    return _core.full(_shape(shape, "ones"), 1.0, dtype, device, "ones")
 
 
 def full(shape, fill_value, dtype=None, device=None):
@@ -45,15 +50,26 @@ def full(shape, fill_value, dtype=None, device=None):
     if dtype is None:
         dtype = "bool" if isinstance(fill_value, bool) else (
             "int64" if isinstance(fill_value, builtins.int) else "float32")
-    return _core.full(_shape((shape,), "full"), builtins.float(fill_value), dtype, device)
+    dtype = _core._dtype(dtype, "full")
+    if isinstance(fill_value, (builtins.int, np.integer)) and builtins.abs(fill_value) > 2**53:
+        # Beyond float64's exact integers: fill on the host rather than round.
+        out = tensor(np.full(_shape((shape,), "full"), fill_value, dtype=np.int64), device=device)
+        return out.astype(dtype)
+    try:
+        value = builtins.float(fill_value)
+    except (TypeError, ValueError):
+        raise ValueError(f"[full] fill_value must be a number, got {fill_value!r}") from None
+    return _core.full(_shape((shape,), "full"), value, dtype, device)
 
 
 def zeros_like(x, dtype=None, device=None):
-    return _core.full(list(x.shape), 0.0, dtype or x.dtype, device or x.device)
+    return _core.full(list(x.shape), 0.0, x.dtype if dtype is None else dtype,
+                      x.device if device is None else device, "zeros_like")
 
 
 def ones_like(x, dtype=None, device=None):
-    return _core.full(list(x.shape), 1.0, dtype or x.dtype, device or x.device)
+    return _core.full(list(x.shape), 1.0, x.dtype if dtype is None else dtype,
+                      x.device if device is None else device, "ones_like")
 
 
 def arange(start, stop=None, step=1, dtype=None, device=None):
@@ -88,7 +104,7 @@ def randint(low, high=None, size=(), dtype=None, device=None):
 
 
 def reshape(x, *shape):
-    return _core.reshape(x, _shape(shape, "reshape"))
+    return _core.reshape(x, _shape(shape, "reshape", allow_minus_one=True))
 
 
 def transpose(x, *axes):
@@ -111,6 +127,9 @@ def eval(*tensors):  # noqa: A001  (pf.eval, as in MLX)
     flat = []
     for t in tensors:
         flat.extend(t if isinstance(t, (list, tuple)) else [t])
+    for t in flat:
+        if not isinstance(t, _core.Tensor):
+            raise ValueError(f"[eval] expected tensors, got {type(t).__name__}")
     _core.eval(flat)
     return tensors[0] if len(tensors) == 1 else tensors
 

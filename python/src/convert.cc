@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -60,7 +61,20 @@ Tensor as_tensor(nb::handle obj, const Tensor* like, const char* fn) {
   }
   if (PyLong_Check(obj.ptr())) {
     Dtype t = like ? promote_with_scalar(like->dtype(), ScalarKind::Int) : Dtype::Int64;
-    return scalar(static_cast<double>(nb::cast<int64_t>(obj)), t, dev);
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+    if (overflow) {
+      if (is_floating(t)) return scalar(PyLong_AsDouble(obj.ptr()), t, dev);
+      throw ValueError(errmsg(fn, "integer " + nb::cast<std::string>(nb::str(obj)) +
+                                      " does not fit int64"));
+    }
+    constexpr long long kExact = 1LL << 53;  // beyond: a double would round it
+    if (is_integral(t) && (v > kExact || v < -kExact)) {
+      int64_t v64 = v;
+      Tensor h = astype(Tensor::from_host(&v64, {}, Dtype::Int64), t);
+      return to_device(h, dev ? *dev : default_device());
+    }
+    return scalar(static_cast<double>(v), t, dev);
   }
   if (PyFloat_Check(obj.ptr())) {
     Dtype t = like ? promote_with_scalar(like->dtype(), ScalarKind::Float) : Dtype::Float32;

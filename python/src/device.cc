@@ -2,6 +2,7 @@
 #include <thread>
 
 #include "common.h"
+#include "pyflame/errors.h"
 #include "pyflame/backend/rocm.h"
 
 namespace pyflame::py {
@@ -23,8 +24,11 @@ nb::dict info_dict(const backend::rocm::DeviceInfo& i) {
 
 void init_device(nb::module_& m) {
   namespace r = backend::rocm;
-  m.def("set_device", [](const std::string& s) { set_default_device(Device::parse(s, "set_device")); },
-        nb::arg("device"));
+  m.def("set_device", [](nb::handle s) {
+    OptDevice d = to_opt_device(s, "set_device");
+    if (!d) throw ValueError(errmsg("set_device", "device must be a string such as 'cpu' or 'rocm:0', got None"));
+    set_default_device(*d);
+  }, nb::arg("device").none());
   m.def("get_device", []() { return default_device().str(); });
   m.def("device_info", []() {
     Device d = default_device();
@@ -47,7 +51,11 @@ void init_device(nb::module_& m) {
   m.def("rocm_device_count", &r::get_device_count);
   m.def("rocm_get_device_info", [](int i) { return info_dict(r::get_device_info(i)); },
         nb::arg("device_id") = 0);
-  m.def("rocm_set_device", &r::set_device, nb::arg("device_id"));
+  m.def("rocm_set_device", [](int i) {
+    r::set_device(i);
+    // Subsequent operations follow when the default device is a GPU.
+    if (default_device().is_gpu()) set_default_device(Device::rocm(i));
+  }, nb::arg("device_id"));
   m.def("rocm_get_device", &r::get_current_device);
   m.def("rocm_synchronize", []() {
     nb::gil_scoped_release release;

@@ -26,12 +26,12 @@ void def_binary(nb::module_& m, const char* name) {
   m.def(name, [name](nb::handle a, nb::handle b) {
     auto [x, y] = tensor_pair(a, b, name);
     return F(x, y);
-  }, nb::arg("a"), nb::arg("b"));
+  }, nb::arg("a").none(), nb::arg("b").none());
 }
 
 template <Tensor (*F)(const Tensor&)>
 void def_unary(nb::module_& m, const char* name) {
-  m.def(name, [name](nb::handle x) { return F(as_tensor(x, nullptr, name)); }, nb::arg("x"));
+  m.def(name, [name](nb::handle x) { return F(as_tensor(x, nullptr, name)); }, nb::arg("x").none());
 }
 
 Dtype dtype_or(nb::handle d, Dtype def, const char* fn) {
@@ -44,9 +44,13 @@ Dtype dtype_or(nb::handle d, Dtype def, const char* fn) {
 void init_ops(nb::module_& m) {
   auto none = nb::none();
   // ---- creation (shape already a list of ints) ----
-  m.def("full", [](const Shape& s, double v, nb::handle dt, nb::handle dev) {
-    return full(s, v, dtype_or(dt, Dtype::Float32, "full"), to_opt_device(dev, "full"));
-  }, nb::arg("shape"), nb::arg("value"), nb::arg("dtype") = none, nb::arg("device") = none);
+  // `fn` names the Python function in errors (zeros, ones, full, ...).
+  m.def("full", [](const Shape& s, double v, nb::handle dt, nb::handle dev, const std::string& fn) {
+    return full(s, v, dtype_or(dt, Dtype::Float32, fn.c_str()), to_opt_device(dev, fn.c_str()));
+  }, nb::arg("shape"), nb::arg("value"), nb::arg("dtype") = none, nb::arg("device") = none,
+     nb::arg("fn") = "full");
+  m.def("_dtype", [](nb::handle d, const std::string& fn) { return to_dtype(d, fn.c_str()); },
+        nb::arg("dtype"), nb::arg("fn") = "dtype");
   m.def("arange", [](double start, double stop, double step, nb::handle dt, nb::handle dev) {
     return arange(start, stop, step, dtype_or(dt, Dtype::Float32, "arange"), to_opt_device(dev, "arange"));
   }, nb::arg("start"), nb::arg("stop"), nb::arg("step"), nb::arg("dtype") = none, nb::arg("device") = none);
@@ -100,18 +104,18 @@ void init_ops(nb::module_& m) {
       throw ValueError(errmsg("gelu", "approximate must be 'none' or 'tanh', got '" + approximate + "'"));
     }
     return gelu(as_tensor(x, nullptr, "gelu"), approximate == "tanh");
-  }, nb::arg("x"), nb::arg("approximate") = "none");
+  }, nb::arg("x").none(), nb::arg("approximate") = "none");
   m.def("where", [](nb::handle c, nb::handle a, nb::handle b) {
     Tensor tc = as_tensor(c, nullptr, "where");
     auto [ta, tb] = tensor_pair(a, b, "where");
     return where(tc, ta, tb);
-  }, nb::arg("condition"), nb::arg("a"), nb::arg("b"));
+  }, nb::arg("condition").none(), nb::arg("a").none(), nb::arg("b").none());
   m.def("clamp", [](nb::handle x, std::optional<double> lo, std::optional<double> hi) {
     return clamp(as_tensor(x, nullptr, "clamp"), lo, hi);
-  }, nb::arg("x"), nb::arg("min") = none, nb::arg("max") = none);
+  }, nb::arg("x").none(), nb::arg("min") = none, nb::arg("max") = none);
   m.def("astype", [](nb::handle x, nb::handle dt) {
     return astype(as_tensor(x, nullptr, "astype"), to_dtype(dt, "astype"));
-  }, nb::arg("x"), nb::arg("dtype"));
+  }, nb::arg("x").none(), nb::arg("dtype"));
   m.def("contiguous", &contiguous);
 
   // ---- shape ----
@@ -131,7 +135,7 @@ void init_ops(nb::module_& m) {
 #define PF_REDUCE(name)                                                        \
   m.def(#name, [](nb::handle x, nb::handle axis, bool keepdim) {               \
     return name(as_tensor(x, nullptr, #name), to_axes(axis, #name), keepdim); \
-  }, nb::arg("x"), nb::arg("axis") = none, nb::arg("keepdim") = false);
+  }, nb::arg("x").none(), nb::arg("axis") = none, nb::arg("keepdim") = false);
   PF_REDUCE(sum)
   PF_REDUCE(mean)
   PF_REDUCE(max)
@@ -139,10 +143,10 @@ void init_ops(nb::module_& m) {
   PF_REDUCE(prod)
 #undef PF_REDUCE
   m.def("softmax", [](nb::handle x, int axis) { return softmax(as_tensor(x, nullptr, "softmax"), axis); },
-        nb::arg("x"), nb::arg("axis") = -1);
+        nb::arg("x").none(), nb::arg("axis") = -1);
   m.def("log_softmax", [](nb::handle x, int axis) {
     return log_softmax(as_tensor(x, nullptr, "log_softmax"), axis);
-  }, nb::arg("x"), nb::arg("axis") = -1);
+  }, nb::arg("x").none(), nb::arg("axis") = -1);
 
   m.def("eval", [](const std::vector<Tensor>& ts) {
     nb::gil_scoped_release release;

@@ -1,4 +1,6 @@
 // The Tensor class: properties, host transfer, indexing and operators.
+#include <algorithm>
+
 #include "common.h"
 #include "pyflame/errors.h"
 
@@ -76,13 +78,20 @@ Tensor getitem(const Tensor& x, nb::handle key) {
 
 using BinFn = Tensor (*)(const Tensor&, const Tensor&);
 
-template <BinFn F>
+// Operators report errors under the op's name: t + "x" -> "[add] ...".
+template <size_t N>
+struct OpName {
+  constexpr OpName(const char (&s)[N]) { std::copy_n(s, N, str); }  // NOLINT
+  char str[N];
+};
+
+template <BinFn F, OpName Name>
 Tensor forward(const Tensor& a, nb::handle b) {
-  return F(a, as_tensor(b, &a, "operator"));
+  return F(a, as_tensor(b, &a, Name.str));
 }
-template <BinFn F>
+template <BinFn F, OpName Name>
 Tensor reflected(const Tensor& a, nb::handle b) {
-  return F(as_tensor(b, &a, "operator"), a);
+  return F(as_tensor(b, &a, Name.str), a);
 }
 
 }  // namespace
@@ -140,25 +149,25 @@ void init_tensor(nb::module_& m) {
       .def("__float__", [](const Tensor& t) { return nb::cast<double>(nb::float_(item(t))); })
       .def("__int__", [](const Tensor& t) { return nb::cast<int64_t>(nb::int_(item(t))); })
       .def("__hash__", [](const Tensor& t) { return t.id(); })
-      .def("__getitem__", &getitem)
-      .def("__add__", &forward<add>)
-      .def("__radd__", &reflected<add>)
-      .def("__sub__", &forward<sub>)
-      .def("__rsub__", &reflected<sub>)
-      .def("__mul__", &forward<mul>)
-      .def("__rmul__", &reflected<mul>)
-      .def("__truediv__", &forward<div>)
-      .def("__rtruediv__", &reflected<div>)
-      .def("__pow__", &forward<pow>)
-      .def("__rpow__", &reflected<pow>)
-      .def("__matmul__", &forward<matmul>)
-      .def("__rmatmul__", &reflected<matmul>)
-      .def("__eq__", &forward<eq>)
-      .def("__ne__", &forward<ne>)
-      .def("__lt__", &forward<lt>)
-      .def("__le__", &forward<le>)
-      .def("__gt__", &forward<gt>)
-      .def("__ge__", &forward<ge>)
+      .def("__getitem__", &getitem, nb::arg("key").none())
+      .def("__add__", &forward<add, "add">, nb::arg("other").none())
+      .def("__radd__", &reflected<add, "add">, nb::arg("other").none())
+      .def("__sub__", &forward<sub, "sub">, nb::arg("other").none())
+      .def("__rsub__", &reflected<sub, "sub">, nb::arg("other").none())
+      .def("__mul__", &forward<mul, "mul">, nb::arg("other").none())
+      .def("__rmul__", &reflected<mul, "mul">, nb::arg("other").none())
+      .def("__truediv__", &forward<div, "div">, nb::arg("other").none())
+      .def("__rtruediv__", &reflected<div, "div">, nb::arg("other").none())
+      .def("__pow__", &forward<pow, "pow">, nb::arg("other").none())
+      .def("__rpow__", &reflected<pow, "pow">, nb::arg("other").none())
+      .def("__matmul__", &forward<matmul, "matmul">, nb::arg("other").none())
+      .def("__rmatmul__", &reflected<matmul, "matmul">, nb::arg("other").none())
+      .def("__eq__", &forward<eq, "eq">)
+      .def("__ne__", &forward<ne, "ne">)
+      .def("__lt__", &forward<lt, "lt">, nb::arg("other").none())
+      .def("__le__", &forward<le, "le">, nb::arg("other").none())
+      .def("__gt__", &forward<gt, "gt">, nb::arg("other").none())
+      .def("__ge__", &forward<ge, "ge">, nb::arg("other").none())
       .def("__neg__", [](const Tensor& t) { return neg(t); })
       .def("__abs__", [](const Tensor& t) { return abs(t); });
 }

@@ -1,5 +1,6 @@
 #include "pyflame/tensor.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <sstream>

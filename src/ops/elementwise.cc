@@ -93,7 +93,9 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi) {
   check_defined(x, "clamp");
   if (!lo && !hi) throw ValueError(errmsg("clamp", "at least one of min and max must be given"));
-  bool whole = (!lo || *lo == std::floor(*lo)) && (!hi || *hi == std::floor(*hi));
+  // Bounds that are whole numbers within int64 keep an integer tensor integral.
+  auto whole_number = [](double v) { return v == std::floor(v) && std::fabs(v) < 0x1p63; };
+  bool whole = (!lo || whole_number(*lo)) && (!hi || whole_number(*hi));
   Dtype t = promote_with_scalar(x.dtype(), whole ? ScalarKind::Int : ScalarKind::Float);
   if (t == Dtype::Bool) throw ValueError(errmsg("clamp", "not supported for bool tensors"));
   Tensor y = astype(x, t);

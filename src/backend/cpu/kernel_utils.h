@@ -9,10 +9,14 @@
 #include <type_traits>
 #include <vector>
 
+#include "backend/layout.h"
 #include "core/half.h"
 #include "pyflame/tensor.h"
 
 namespace pyflame::cpu {
+
+using pyflame::Layout;
+using pyflame::collapse;
 
 template <typename T>
 constexpr bool is_half_v = std::is_same_v<T, half_t> || std::is_same_v<T, bf16_t>;
@@ -55,32 +59,6 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
     int t = omp_get_thread_num();
     f(n * t / nt, n * (t + 1) / nt);
   }
-}
-
-// Shape and per-operand strides with size-1 axes dropped and axes merged
-// where every operand is contiguous across them.
-template <int N>
-struct Layout {
-  Shape shape;
-  std::array<Strides, N> strides;
-};
-
-template <int N>
-Layout<N> collapse(const Shape& shape, const std::array<const Strides*, N>& st) {
-  Layout<N> L;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;
-    bool merge = !L.shape.empty();
-    for (int k = 0; k < N && merge; ++k) merge = L.strides[k].back() == (*st[k])[d] * shape[d];
-    if (merge) {
-      L.shape.back() *= shape[d];
-      for (int k = 0; k < N; ++k) L.strides[k].back() = (*st[k])[d];
-    } else {
-      L.shape.push_back(shape[d]);
-      for (int k = 0; k < N; ++k) L.strides[k].push_back((*st[k])[d]);
-    }
-  }
-  return L;
 }
 
 // Visits the linear range [begin, end) of the layout as runs along the last

@@ -1,5 +1,6 @@
 // Matmul through OpenBLAS sgemm. 16-bit floats are widened to float32
 // (fp32 accumulation, as on the GPU); integers use a plain loop.
+#include <algorithm>
 #include <cblas.h>
 
 #include "backend/cpu/kernel_utils.h"
@@ -8,22 +9,6 @@
 namespace pyflame {
 
 namespace {
-
-// A matrix operand's BLAS view: row-major with leading dimension ld,
-// transposed or not. Returns false if the layout needs a copy first.
-bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool& trans, int64_t& ld) {
-  if (cs == 1 && (rows == 1 || rs >= std::max<int64_t>(cols, 1))) {
-    trans = false;
-    ld = rows == 1 ? std::max<int64_t>(cols, 1) : rs;
-    return true;
-  }
-  if (rs == 1 && (cols == 1 || cs >= std::max<int64_t>(rows, 1))) {
-    trans = true;
-    ld = cols == 1 ? std::max<int64_t>(rows, 1) : cs;
-    return true;
-  }
-  return false;
-}
 
 // Offsets of each batch's matrix (batch axes are all but the last two).
 std::vector<int64_t> batch_offsets(const Tensor& t) {
@@ -61,8 +46,8 @@ void sgemm_batched(const Tensor& a, const Tensor& b, float* c, const float* pa, 
   const int64_t M = a.shape()[nd - 2], K = a.shape()[nd - 1], N = b.shape()[nd - 1];
   bool ta = false, tb = false;
   int64_t lda = 0, ldb = 0;
-  blas_layout(M, K, sa[nd - 2], sa[nd - 1], ta, lda);
-  blas_layout(K, N, sb[nd - 2], sb[nd - 1], tb, ldb);
+  matrix_layout(M, K, sa[nd - 2], sa[nd - 1], ta, lda);
+  matrix_layout(K, N, sb[nd - 2], sb[nd - 1], tb, ldb);
   for (size_t i = 0; i < oa.size(); ++i) {
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M,
                 N, K, 1.0f, pa + oa[i], lda, pb + ob[i], ldb, 0.0f, c + i * M * N, N);
@@ -74,7 +59,7 @@ bool blas_ready(const Tensor& t) {
   bool tr;
   int64_t ld;
   return t.dtype() == Dtype::Float32 &&
-         blas_layout(t.shape()[nd - 2], t.shape()[nd - 1], t.strides()[nd - 2],
+         matrix_layout(t.shape()[nd - 2], t.shape()[nd - 1], t.strides()[nd - 2],
                      t.strides()[nd - 1], tr, ld);
 }
 

@@ -1,5 +1,6 @@
 // Reductions over any set of axes. Floats accumulate in double, integers
 // in int64; max/min propagate NaN.
+#include <algorithm>
 #include <limits>
 
 #include "backend/cpu/kernel_utils.h"
@@ -40,7 +41,9 @@ void reduce_typed(const Tensor& x, Tensor& out, const std::vector<int>& axes) {
   const T* p = x.data<T>();
   R* o = out.data<R>();
 
-  using S = typename Acc<T>::sum;
+  // Means accumulate in double even for integers (as NumPy): an int64 sum
+  // of large values would wrap.
+  using S = std::conditional_t<Op == ReduceOp::Mean, double, typename Acc<T>::sum>;
   using E = typename Acc<T>::ext;
   constexpr bool is_ext = Op == ReduceOp::Max || Op == ReduceOp::Min;
   using A = std::conditional_t<is_ext, E, S>;

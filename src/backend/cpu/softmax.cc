@@ -1,4 +1,5 @@
 // Softmax and log-softmax over the last axis of a row-major input.
+#include <algorithm>
 #include <cmath>
 
 #include "backend/cpu/kernel_utils.h"
@@ -23,8 +24,10 @@ void softmax_typed(const Tensor& x, Tensor& out, bool log) {
       double sum = 0;
       for (int64_t i = 0; i < cols; ++i) sum += std::exp(float(s[i]) - mx);
       if (log) {
-        float lse = mx + static_cast<float>(std::log(sum));
-        for (int64_t i = 0; i < cols; ++i) d[i] = T(float(s[i]) - lse);
+        // (x - max) - log(sum), not x - (max + log(sum)): with a large max
+        // the sum max + log(sum) would round log(sum) away.
+        const float log_sum = static_cast<float>(std::log(sum));
+        for (int64_t i = 0; i < cols; ++i) d[i] = T((float(s[i]) - mx) - log_sum);
       } else {
         float inv = static_cast<float>(1.0 / sum);
         for (int64_t i = 0; i < cols; ++i) d[i] = T(std::exp(float(s[i]) - mx) * inv);

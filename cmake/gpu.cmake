@@ -1,0 +1,56 @@
+# GPU backend: the HIP sources of src/backend/rocm, built by ROCm (hipcc /
+# clang, rocBLAS, MIOpen) on AMD or by nvcc through gpu/runtime.h's alias
+# header (cuBLAS, cuDNN) on NVIDIA. AUTO picks ROCm, then CUDA, then none.
+
+if(PYFLAME_GPU STREQUAL "AUTO")
+  find_package(hip QUIET CONFIG PATHS $ENV{ROCM_PATH} /opt/rocm)
+  include(CheckLanguage)
+  if(hip_FOUND)
+    set(PYFLAME_GPU_BACKEND ROCM)
+  else()
+    check_language(CUDA)
+    if(CMAKE_CUDA_COMPILER)
+      set(PYFLAME_GPU_BACKEND CUDA)
+    endif()
+  endif()
+endif()
+
+if(PYFLAME_GPU_BACKEND STREQUAL "CUDA")
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES 90)  # Hopper; override with -DCMAKE_CUDA_ARCHITECTURES=...
+  endif()
+  enable_language(CUDA)
+  # CMake < 3.26 knows nvcc's dialect flags only up to C++17.
+  set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+  set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+  set(CMAKE_CUDA_STANDARD 20)
+  find_package(CUDAToolkit REQUIRED)
+  find_library(PYFLAME_CUDNN cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}/lib
+               ${CUDAToolkit_LIBRARY_DIR}/.. REQUIRED)
+elseif(PYFLAME_GPU_BACKEND STREQUAL "ROCM")
+  enable_language(HIP)
+  find_package(hip REQUIRED CONFIG)
+  find_package(rocblas REQUIRED CONFIG)
+  find_package(miopen REQUIRED CONFIG)
+elseif(NOT PYFLAME_GPU_BACKEND STREQUAL "OFF")
+  message(FATAL_ERROR "PYFLAME_GPU must be AUTO, OFF, ROCM or CUDA")
+endif()
+
+function(pyflame_add_gpu_backend target)
+  if(PYFLAME_GPU_BACKEND STREQUAL "OFF")
+    return()
+  endif()
+  file(GLOB hip_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/backend/rocm/kernels/*.hip)
+  file(GLOB host_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/backend/rocm/*.cc
+       ${PROJECT_SOURCE_DIR}/src/backend/rocm/gpu/*.cc)
+  target_sources(${target} PRIVATE ${hip_sources} ${host_sources})
+  if(PYFLAME_GPU_BACKEND STREQUAL "CUDA")
+    set_source_files_properties(${hip_sources} PROPERTIES LANGUAGE CUDA)
+    target_compile_definitions(${target} PUBLIC PYFLAME_GPU_CUDA)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-O3 --expt-relaxed-constexpr -Xcompiler=-fPIC>)
+    target_link_libraries(${target} PUBLIC CUDA::cudart CUDA::cublas ${PYFLAME_CUDNN})
+  else()
+    set_source_files_properties(${hip_sources} ${host_sources} PROPERTIES LANGUAGE HIP)
+    target_link_libraries(${target} PUBLIC hip::host hip::device roc::rocblas MIOpen)
+  endif()
+endfunction()

@@ -1,0 +1,103 @@
+#include "backend/rocm/blas.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "pyflame/backend/rocm.h"
+#include "pyflame/errors.h"
+
+namespace pyflame::backend::rocm {
+
+namespace {
+#if defined(__HIP_PLATFORM_AMD__)
+rocblas_operation op(Trans t) { return t == Trans::N ? rocblas_operation_none : rocblas_operation_transpose; }
+rocblas_datatype type_of(Dtype d) {
+  switch (d) {
+    case Dtype::Float16: return rocblas_datatype_f16_r;
+    case Dtype::BFloat16: return rocblas_datatype_bf16_r;
+    default: return rocblas_datatype_f32_r;
+  }
+}
+#else
+cublasOperation_t op(Trans t) { return t == Trans::N ? CUBLAS_OP_N : CUBLAS_OP_T; }
+cudaDataType_t type_of(Dtype d) {
+  switch (d) {
+    case Dtype::Float16: return CUDA_R_16F;
+    case Dtype::BFloat16: return CUDA_R_16BF;
+    default: return CUDA_R_32F;
+  }
+}
+#endif
+
+void check_dtype(Dtype d) {
+  if (!is_floating(d)) {
+    throw ValueError(errmsg("gemm", std::string("BLAS supports float32, float16 and bfloat16, not ") +
+                                        dtype_name(d)));
+  }
+}
+}  // namespace
+
+void ROCmBLAS::set_stream(hipStream_t stream) {
+  std::lock_guard lk(ctx_->blas_mu);
+#if defined(__HIP_PLATFORM_AMD__)
+  PF_BLAS_CHECK(rocblas_set_stream(ctx_->blas, stream));
+#else
+  PF_BLAS_CHECK(cublasSetStream(ctx_->blas, stream));
+#endif
+}
+
+void ROCmBLAS::gemm_ex(Dtype dtype, Trans ta, Trans tb, int M, int N, int K, float alpha, const void* A,
+                       int lda, int64_t sa, const void* B, int ldb, int64_t sb, float beta, void* C,
+                       int ldc, int64_t sc, int batch) {
+  check_dtype(dtype);
+  if (M == 0 || N == 0 || batch == 0) return;
+  std::lock_guard lk(ctx_->blas_mu);
+  DeviceGuard g(ctx_->device);
+  const auto t = type_of(dtype);
+#if defined(__HIP_PLATFORM_AMD__)
+  PF_BLAS_CHECK(rocblas_gemm_strided_batched_ex(ctx_->blas, op(ta), op(tb), M, N, K, &alpha, A, t, lda, sa, B, t,
+                                                ldb, sb, &beta, C, t, ldc, sc, C, t, ldc, sc, batch,
+                                                rocblas_datatype_f32_r, rocblas_gemm_algo_standard, 0, 0));
+#else
+  const cublasComputeType_t compute =
+      dtype == Dtype::Float32 && allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  PF_BLAS_CHECK(cublasGemmStridedBatchedEx(ctx_->blas, op(ta), op(tb), M, N, K, &alpha, A, t, lda, sa, B, t, ldb,
+                                           sb, &beta, C, t, ldc, sc, batch, compute, CUBLAS_GEMM_DEFAULT));
+#endif
+}
+
+void ROCmBLAS::gemm(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A, int lda,
+                    const float* B, int ldb, float beta, float* C, int ldc) {
+  gemm_ex(Dtype::Float32, ta, tb, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1);
+}
+
+void ROCmBLAS::gemm_strided_batched(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A,
+                                    int lda, int64_t sa, const float* B, int ldb, int64_t sb, float beta,
+                                    float* C, int ldc, int64_t sc, int batch) {
+  gemm_ex(Dtype::Float32, ta, tb, M, N, K, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch);
+}
+
+void ROCmBLAS::geam(Trans ta, Trans tb, int M, int N, float alpha, const float* A, int lda, float beta,
+                    const float* B, int ldb, float* C, int ldc) {
+  if (M == 0 || N == 0) return;
+  std::lock_guard lk(ctx_->blas_mu);
+  DeviceGuard g(ctx_->device);
+#if defined(__HIP_PLATFORM_AMD__)
+  PF_BLAS_CHECK(rocblas_sgeam(ctx_->blas, op(ta), op(tb), M, N, &alpha, A, lda, &beta, B, ldb, C, ldc));
+#else
+  PF_BLAS_CHECK(cublasSgeam(ctx_->blas, op(ta), op(tb), M, N, &alpha, A, lda, &beta, B, ldb, C, ldc));
+#endif
+}
+
+ROCmBLAS& get_blas(int device) {
+  static std::mutex mu;
+  static std::vector<ROCmBLAS*> blas;  // process lifetime, like the contexts
+  if (device < 0) device = std::max(0, get_current_device());
+  DeviceContext& ctx = context(device);
+  std::lock_guard lk(mu);
+  if (blas.size() <= static_cast<size_t>(device)) blas.resize(device + 1, nullptr);
+  if (!blas[device]) blas[device] = new ROCmBLAS(ctx);
+  return *blas[device];
+}
+
+}  // namespace pyflame::backend::rocm

@@ -1,0 +1,45 @@
+// BLAS (spec: ROCmBLAS): rocBLAS on AMD, cuBLAS on NVIDIA, column-major as
+// BLAS itself. Every call runs on the handle's bound stream under the
+// context's lock; fp16/bf16 accumulate in fp32; fp32 uses no TF32 unless
+// set_allow_tf32(true).
+#pragma once
+#include <cstdint>
+
+#include "backend/rocm/context.h"
+#include "pyflame/dtype.h"
+
+namespace pyflame::backend::rocm {
+
+enum class Trans { N, T };
+
+class ROCmBLAS {
+ public:
+  explicit ROCmBLAS(DeviceContext& ctx) : ctx_(&ctx) {}
+
+  // Rebinds the handle (and this object's work) to another stream.
+  void set_stream(hipStream_t stream);
+  gpu::blas_handle_t handle() const { return ctx_->blas; }
+
+  // C = alpha * op(A) * op(B) + beta * C
+  void gemm(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A, int lda,
+            const float* B, int ldb, float beta, float* C, int ldc);
+  void gemm_strided_batched(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A,
+                            int lda, int64_t stride_a, const float* B, int ldb, int64_t stride_b,
+                            float beta, float* C, int ldc, int64_t stride_c, int batch_count);
+  // C = alpha * op(A) + beta * op(B)
+  void geam(Trans ta, Trans tb, int M, int N, float alpha, const float* A, int lda, float beta,
+            const float* B, int ldb, float* C, int ldc);
+  // The general form behind the above: float32, float16 or bfloat16 operands
+  // and output, fp32 accumulation.
+  void gemm_ex(Dtype dtype, Trans ta, Trans tb, int M, int N, int K, float alpha, const void* A,
+               int lda, int64_t stride_a, const void* B, int ldb, int64_t stride_b, float beta,
+               void* C, int ldc, int64_t stride_c, int batch_count);
+
+ private:
+  DeviceContext* ctx_;
+};
+
+// The BLAS of a device (the current one when -1), bound to its compute stream.
+ROCmBLAS& get_blas(int device = -1);
+
+}  // namespace pyflame::backend::rocm

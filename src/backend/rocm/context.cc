@@ -1,0 +1,76 @@
+#include "backend/rocm/context.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "backend/rocm/gpu/platform.h"
+#include "pyflame/backend/rocm.h"
+#include "pyflame/errors.h"
+
+namespace pyflame::backend::rocm {
+
+namespace {
+std::mutex g_ctx_mu;
+std::vector<DeviceContext*> g_contexts;  // leaked on purpose (see header)
+std::atomic<bool> g_tf32{std::getenv("PYFLAME_ALLOW_TF32") &&
+                         std::string(std::getenv("PYFLAME_ALLOW_TF32")) == "1"};
+
+DeviceContext* create_context(int device) {
+  DeviceGuard g(device);
+  auto* ctx = new DeviceContext;
+  ctx->device = device;
+  PF_HIP_CHECK(hipStreamCreateWithFlags(&ctx->stream, hipStreamNonBlocking));
+  ctx->blas = gpu::create_blas_handle(ctx->stream);
+  // A fixed workspace keeps the BLAS library from allocating during a call.
+  ctx->blas_workspace_bytes = 32u << 20;
+  PF_HIP_CHECK(hipMalloc(&ctx->blas_workspace, ctx->blas_workspace_bytes));
+#if defined(__HIP_PLATFORM_AMD__)
+  PF_BLAS_CHECK(rocblas_set_workspace(ctx->blas, ctx->blas_workspace, ctx->blas_workspace_bytes));
+#else
+  PF_BLAS_CHECK(cublasSetWorkspace(ctx->blas, ctx->blas_workspace, ctx->blas_workspace_bytes));
+#endif
+  ctx->multiprocessors = gpu::device_attribute(hipDeviceAttributeMultiprocessorCount, device);
+  ctx->wave_size = gpu::device_wave_size(device);
+  return ctx;
+}
+}  // namespace
+
+DeviceContext& context(int device) {
+  std::lock_guard lk(g_ctx_mu);
+  if (device < 0 || device >= get_device_count()) {
+    throw RuntimeError(errmsg("rocm", "invalid device index " + std::to_string(device)));
+  }
+  if (g_contexts.size() <= static_cast<size_t>(device)) g_contexts.resize(device + 1, nullptr);
+  if (!g_contexts[device]) g_contexts[device] = create_context(device);
+  return *g_contexts[device];
+}
+
+DeviceGuard::DeviceGuard(int device) {
+  PF_HIP_CHECK(hipGetDevice(&prev_));
+  if (prev_ != device) PF_HIP_CHECK(hipSetDevice(device));
+}
+
+DeviceGuard::~DeviceGuard() {
+  int cur = -1;
+  if (hipGetDevice(&cur) == hipSuccess && cur != prev_) (void)hipSetDevice(prev_);
+}
+
+unsigned grid_for(const DeviceContext& ctx, int64_t n, int threads, int per_thread) {
+  int64_t blocks = (n + int64_t(threads) * per_thread - 1) / (int64_t(threads) * per_thread);
+  int64_t cap = int64_t(ctx.multiprocessors) * 16;  // enough waves in flight, then grid-stride
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min(blocks, cap)));
+}
+
+bool allow_tf32() { return g_tf32.load(); }
+void set_allow_tf32(bool on) { g_tf32 = on; }
+
+bool poison_allocations() {
+  static const bool on = std::getenv("PYFLAME_GPU_POISON") &&
+                         std::string(std::getenv("PYFLAME_GPU_POISON")) == "1";
+  return on;
+}
+
+}  // namespace pyflame::backend::rocm

@@ -1,0 +1,124 @@
+// Device memory (spec: ROCmMemoryManager, MemoryStats, PinnedMemoryPool).
+//
+// The caching allocator keeps freed blocks in per-stream free lists: a block
+// is reused only by work on the stream that freed it, which the stream
+// orders after the block's last use, so reuse needs no synchronization.
+// On allocation failure the cache is released and the allocation retried;
+// a second failure raises pf.OutOfMemoryError with the sizes.
+#pragma once
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/rocm/gpu/runtime.h"
+
+namespace pyflame::backend::rocm {
+
+struct MemoryStats {
+  size_t total_allocated = 0;  // bytes held by live allocations
+  size_t peak_allocated = 0;
+  size_t total_allocations = 0;
+  size_t total_deallocations = 0;
+  size_t cache_hits = 0;
+  size_t cache_misses = 0;
+  size_t cached_bytes = 0;  // freed blocks kept for reuse
+};
+
+// (Outside the class: a nested struct with member initializers cannot be a
+// default argument of its enclosing class's constructor.)
+struct MemoryManagerConfig {
+  bool enable_pooling = true;
+  size_t pool_size_mb = 256;       // warm-up size of the pool
+  size_t max_pool_size_mb = 4096;  // cached bytes above this are returned to the driver
+  bool use_pinned_host = true;
+};
+
+class ROCmMemoryManager {
+ public:
+  using Config = MemoryManagerConfig;
+
+  explicit ROCmMemoryManager(Config config = {}, int device = 0);
+  ~ROCmMemoryManager();
+  ROCmMemoryManager(const ROCmMemoryManager&) = delete;
+  ROCmMemoryManager& operator=(const ROCmMemoryManager&) = delete;
+
+  // GPU memory. The synchronous forms use the device's compute stream.
+  void* allocate(size_t bytes);
+  void* allocate_async(size_t bytes, hipStream_t stream);
+  void deallocate(void* ptr);
+  void deallocate_async(void* ptr, hipStream_t stream);
+
+  // Transfers. Synchronous forms wait for the copy (and only for it).
+  void copy_host_to_device(void* dst, const void* src, size_t bytes);
+  void copy_device_to_host(void* dst, const void* src, size_t bytes);
+  void copy_device_to_device(void* dst, const void* src, size_t bytes);
+  void copy_host_to_device_async(void* dst, const void* src, size_t bytes, hipStream_t stream);
+  void copy_device_to_host_async(void* dst, const void* src, size_t bytes, hipStream_t stream);
+  void copy_device_to_device_async(void* dst, const void* src, size_t bytes, hipStream_t stream);
+  void memset(void* ptr, int value, size_t bytes);
+  void memset_async(void* ptr, int value, size_t bytes, hipStream_t stream);
+
+  // Pinned host memory (through the global PinnedMemoryPool).
+  void* allocate_pinned(size_t bytes);
+  void deallocate_pinned(void* ptr);
+
+  MemoryStats get_stats() const;
+  void reset_stats();
+  // Returns every cached block to the driver (waits for the device first).
+  void clear_pool();
+  void get_memory_info(size_t* free, size_t* total) const;
+  // Pre-allocates blocks of these sizes into the cache of the compute stream.
+  void warmup(const std::vector<size_t>& sizes);
+  int device() const { return device_; }
+
+ private:
+  struct Block {
+    size_t size;
+    hipStream_t stream;
+  };
+  static size_t round_size(size_t bytes);
+  void* take_cached(size_t size, hipStream_t stream);  // caller holds mu_
+  void* driver_alloc(size_t size);                      // frees the cache and retries once
+  void release_cache_locked();
+  void trim_locked();
+  hipStream_t compute_stream() const;
+
+  Config config_;
+  int device_;
+  mutable std::mutex mu_;
+  std::unordered_map<void*, Block> live_;
+  std::map<hipStream_t, std::multimap<size_t, void*>> free_;  // per stream: size -> block
+  MemoryStats stats_;
+};
+
+// The manager of `device` (the current device when -1).
+ROCmMemoryManager& get_memory_manager(int device = -1);
+
+// Page-locked host buffers for uploads and downloads. A buffer released
+// "after" a stream returns to the pool once the stream passes that point.
+class PinnedMemoryPool {
+ public:
+  void* acquire(size_t bytes);
+  void release(void* ptr);
+  void release_after(void* ptr, hipStream_t stream);
+  void warmup(const std::vector<size_t>& sizes);
+  void clear();
+  size_t cached_bytes() const;
+
+ private:
+  void reclaim_locked();
+  mutable std::mutex mu_;
+  std::unordered_map<void*, size_t> sizes_;
+  std::multimap<size_t, void*> free_;
+  std::vector<std::pair<void*, hipEvent_t>> pending_;
+};
+
+PinnedMemoryPool& get_pinned_pool();
+
+// Pre-allocates typical activation sizes: model_size 'small', 'medium' or 'large'.
+void warmup_memory_pool(int batch_size, const std::string& model_size);
+
+}  // namespace pyflame::backend::rocm

@@ -1,0 +1,90 @@
+// Node buffers on the GPU and host<->device transfers. Uploads and downloads
+// stage through the pinned pool and run on the device's compute stream; a
+// download waits for that stream only.
+#include <cstring>
+
+#include "backend/rocm/context.h"
+#include "backend/rocm/memory.h"
+#include "ir/primitives.h"
+#include "pyflame/backend/rocm.h"
+
+namespace pyflame::backend::rocm {
+
+namespace {
+// Larger transfers skip staging: the runtime copies pageable memory itself.
+constexpr size_t kStagingLimit = 64u << 20;
+
+void free_buffer(void* p, void* ctx) {
+  auto* c = static_cast<DeviceContext*>(ctx);
+  try {
+    get_memory_manager(c->device).deallocate_async(p, c->stream);
+  } catch (...) {
+    // A destructor must not throw; the block is lost to the cache, not leaked twice.
+  }
+}
+}  // namespace
+
+std::shared_ptr<Buffer> allocate_buffer(int device, size_t bytes) {
+  DeviceContext& ctx = context(device);
+  void* p = bytes ? get_memory_manager(device).allocate_async(bytes, ctx.stream) : nullptr;
+  if (p && poison_allocations()) PF_HIP_CHECK(hipMemsetAsync(p, 0xff, bytes, ctx.stream));
+  return std::make_shared<Buffer>(p, bytes, Device::rocm(device), bytes ? &free_buffer : nullptr, &ctx);
+}
+
+void copy_to_host(const Tensor& src, void* dst) {
+  const size_t bytes = src.nbytes();
+  if (!bytes) return;
+  if (!src.is_row_contiguous()) throw RuntimeError("[to] download needs a row-major tensor");
+  DeviceContext& ctx = context(src.device().index);
+  DeviceGuard g(ctx.device);
+  if (bytes > kStagingLimit) {
+    PF_HIP_CHECK(hipMemcpyAsync(dst, src.raw_data(), bytes, hipMemcpyDeviceToHost, ctx.stream));
+    PF_HIP_CHECK(hipStreamSynchronize(ctx.stream));
+    return;
+  }
+  PinnedMemoryPool& pool = get_pinned_pool();
+  void* staging = pool.acquire(bytes);
+  hipError_t err = hipMemcpyAsync(staging, src.raw_data(), bytes, hipMemcpyDeviceToHost, ctx.stream);
+  if (err == hipSuccess) err = hipStreamSynchronize(ctx.stream);
+  if (err == hipSuccess) std::memcpy(dst, staging, bytes);
+  pool.release(staging);
+  PF_HIP_CHECK(err);
+}
+
+// Host data (row-major, evaluated) into a device buffer, on its stream.
+void upload(const void* src, size_t bytes, void* dst, DeviceContext& ctx) {
+  DeviceGuard g(ctx.device);
+  if (bytes > kStagingLimit) {
+    PF_HIP_CHECK(hipMemcpyAsync(dst, src, bytes, hipMemcpyHostToDevice, ctx.stream));
+    // A pageable source may be freed right after: wait until it has been read.
+    PF_HIP_CHECK(hipStreamSynchronize(ctx.stream));
+    return;
+  }
+  PinnedMemoryPool& pool = get_pinned_pool();
+  void* staging = pool.acquire(bytes);
+  std::memcpy(staging, src, bytes);
+  PF_HIP_CHECK(hipMemcpyAsync(dst, staging, bytes, hipMemcpyHostToDevice, ctx.stream));
+  pool.release_after(staging, ctx.stream);
+}
+
+}  // namespace pyflame::backend::rocm
+
+namespace pyflame {
+
+// Destination is a GPU: an upload from the host, or a copy through the host
+// between two GPUs.
+void ToDevice::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
+  using namespace backend::rocm;
+  const Tensor& x = in[0];
+  DeviceContext& ctx = context(out.device().index);
+  if (x.device().is_cpu()) {
+    upload(x.raw_data(), out.nbytes(), out.raw_data(), ctx);
+  } else {
+    std::vector<char> host(out.nbytes());
+    copy_to_host(x, host.data());
+    upload(host.data(), host.size(), out.raw_data(), ctx);
+    PF_HIP_CHECK(hipStreamSynchronize(ctx.stream));  // `host` dies at return
+  }
+}
+
+}  // namespace pyflame

@@ -1,0 +1,216 @@
+// GPU backend against the CPU backend on fresh random inputs. Skipped when no
+// GPU is present; the device machine runs them (scripts/gpu_check.sh).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "backend/rocm/memory.h"
+#include "pyflame/backend/rocm.h"
+#include "pyflame/errors.h"
+#include "pyflame/ops.h"
+
+using namespace pyflame;
+
+namespace {
+
+class Gpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!backend::rocm::is_available()) GTEST_SKIP() << "no GPU";
+    gpu = Device::rocm(0);
+    manual_seed(::testing::UnitTest::GetInstance()->random_seed() + seed_counter++);
+  }
+  Device gpu;
+  static inline int seed_counter = 0;
+};
+
+std::vector<double> host(const Tensor& t) {
+  Tensor f = astype(t, t.dtype() == Dtype::Int64 ? Dtype::Int64 : Dtype::Float32);
+  std::vector<double> v(t.size());
+  if (f.dtype() == Dtype::Int64) {
+    std::vector<int64_t> h(t.size());
+    f.copy_to_host(h.data());
+    for (size_t i = 0; i < h.size(); ++i) v[i] = double(h[i]);
+  } else {
+    std::vector<float> h(t.size());
+    f.copy_to_host(h.data());
+    for (size_t i = 0; i < h.size(); ++i) v[i] = h[i];
+  }
+  return v;
+}
+
+// Evaluates the same graph-building function on both devices from the same
+// inputs (made on the CPU, uploaded) and compares.
+template <typename F>
+void expect_same(F build, const std::vector<Tensor>& cpu_inputs, double rtol = 1e-5, double atol = 1e-6) {
+  std::vector<Tensor> gpu_inputs;
+  for (auto& t : cpu_inputs) gpu_inputs.push_back(to_device(t, Device::rocm(0)));
+  Tensor c = build(cpu_inputs), g = build(gpu_inputs);
+  ASSERT_EQ(g.device(), Device::rocm(0));
+  ASSERT_EQ(c.shape(), g.shape());
+  ASSERT_EQ(c.dtype(), g.dtype());
+  auto hc = host(c), hg = host(g);
+  for (size_t i = 0; i < hc.size(); ++i) {
+    if (std::isnan(hc[i])) {
+      ASSERT_TRUE(std::isnan(hg[i])) << "index " << i;
+      continue;
+    }
+    ASSERT_NEAR(hg[i], hc[i], atol + rtol * std::abs(hc[i])) << "index " << i << " of " << hc.size();
+  }
+}
+
+Tensor rnd(Shape s, Dtype t = Dtype::Float32) { return astype(randn(s, Dtype::Float32, Device::cpu()), t); }
+
+}  // namespace
+
+TEST_F(Gpu, CreationMatchesCpu) {
+  auto both = [](auto make) {
+    Tensor c = make(Device::cpu()), g = make(Device::rocm(0));
+    auto hc = host(c), hg = host(g);
+    ASSERT_EQ(hc.size(), hg.size());
+    for (size_t i = 0; i < hc.size(); ++i) ASSERT_NEAR(hg[i], hc[i], 1e-5 * (1 + std::abs(hc[i])));
+  };
+  both([](Device d) { return full({3, 5}, 2.5, Dtype::BFloat16, d); });
+  both([](Device d) { return eye(4, 6, 1, Dtype::Float32, d); });
+  both([](Device d) { return arange(0, 100, 3, Dtype::Int64, d); });
+  both([](Device d) { return arange(-3, 7, 0.25, Dtype::Float32, d); });
+  // Counter-based random numbers are the same on both devices.
+  both([](Device d) { manual_seed(7); return randn({1000}, Dtype::Float32, d); });
+  both([](Device d) { manual_seed(8); return rand({999}, Dtype::Float16, d); });
+  both([](Device d) { manual_seed(9); return randint(-5, 17, {777}, Dtype::Int32, d); });
+}
+
+TEST_F(Gpu, UnaryMatchesCpu) {
+  for (auto op : {neg, abs, exp, sin, cos, tanh, relu, sigmoid, silu}) {
+    expect_same([op](auto& v) { return op(v[0]); }, {rnd({33, 65})}, 2e-5, 1e-5);
+  }
+  expect_same([](auto& v) { return sqrt(abs(v[0])); }, {rnd({1000})});
+  expect_same([](auto& v) { return log(abs(v[0])); }, {rnd({1000})}, 1e-5, 1e-5);
+  expect_same([](auto& v) { return gelu(v[0], false); }, {rnd({1000})}, 1e-5, 1e-6);
+  expect_same([](auto& v) { return gelu(v[0], true); }, {rnd({1000})}, 1e-5, 1e-6);
+  expect_same([](auto& v) { return exp(v[0]); }, {rnd({4099}, Dtype::Float16)}, 1e-3, 1e-3);
+  expect_same([](auto& v) { return tanh(v[0]); }, {rnd({4099}, Dtype::BFloat16)}, 1e-2, 1e-2);
+  expect_same([](auto& v) { return neg(v[0]); }, {astype(randint(-9, 9, {100}, Dtype::Int32, Device::cpu()), Dtype::Int32)});
+}
+
+TEST_F(Gpu, BinaryBroadcastStridedMatchesCpu) {
+  for (auto op : {add, sub, mul, div, maximum, minimum, eq, lt, ge}) {
+    expect_same([op](auto& v) { return op(v[0], v[1]); }, {rnd({7, 1, 5}), rnd({4, 1})});
+    expect_same([op](auto& v) { return op(transpose(v[0], {}), v[1]); }, {rnd({9, 6}), rnd({6, 9})});
+    expect_same([op](auto& v) { return op(v[0], scalar(0.5, Dtype::Float32, v[0].device())); }, {rnd({1031})});
+  }
+  expect_same([](auto& v) { return pow(abs(v[0]), v[1]); }, {rnd({100}), rnd({100})}, 1e-5, 1e-5);
+  expect_same([](auto& v) {
+    return add(slice(v[0], {0, 5}, {10, 0}, {3, -2}), v[1]);
+  }, {rnd({10, 8}), rnd({4, 3})});
+  expect_same([](auto& v) { return mul(v[0], v[1]); }, {rnd({4096}, Dtype::Float16), rnd({4096}, Dtype::Float16)}, 1e-3, 1e-3);
+  auto ia = randint(-100, 100, {50}, Dtype::Int64, Device::cpu());
+  auto ib = randint(1, 100, {50}, Dtype::Int64, Device::cpu());
+  expect_same([](auto& v) { return add(v[0], v[1]); }, {ia, ib});
+  expect_same([](auto& v) { return div(v[0], v[1]); }, {ia, ib});
+}
+
+TEST_F(Gpu, WhereClampAstypeMatchCpu) {
+  expect_same([](auto& v) { return where(gt(v[0], v[1]), v[0], v[1]); }, {rnd({5, 1, 3}), rnd({4, 3})});
+  expect_same([](auto& v) { return clamp(v[0], -0.5, 0.7); }, {rnd({1000})});
+  Dtype all[] = {Dtype::Float32, Dtype::Float16, Dtype::BFloat16, Dtype::Int32, Dtype::Int64, Dtype::Bool};
+  for (Dtype from : all) {
+    for (Dtype to : all) {
+      Tensor x = astype(mul(rnd({200}), scalar(10, Dtype::Float32, Device::cpu())), from);
+      expect_same([to](auto& v) { return astype(v[0], to); }, {x}, 1e-2, 1e-2);
+    }
+  }
+}
+
+TEST_F(Gpu, ReductionsMatchCpu) {
+  Tensor x = rnd({6, 50, 70});
+  for (auto op : {sum, mean, max, min}) {
+    for (Axes axes : {Axes{}, Axes{0}, Axes{1}, Axes{2}, Axes{0, 2}, Axes{-1, -2}}) {
+      expect_same([&](auto& v) { return op(v[0], axes, false); }, {x}, 1e-4, 1e-4);
+    }
+    expect_same([&](auto& v) { return op(transpose(v[0], {2, 0, 1}), Axes{1}, true); }, {x}, 1e-4, 1e-4);
+  }
+  expect_same([](auto& v) { return prod(v[0], {1}, false); }, {add(rand({8, 20}, Dtype::Float32, Device::cpu()), scalar(0.5, Dtype::Float32, Device::cpu()))}, 1e-4, 1e-6);
+  expect_same([](auto& v) { return sum(v[0]); }, {rnd({3000017})}, 1e-4, 1e-2);  // many blocks + second pass
+  expect_same([](auto& v) { return sum(v[0], {1}); }, {randint(-50, 50, {40, 999}, Dtype::Int32, Device::cpu())});
+  expect_same([](auto& v) { return mean(v[0], {0}); }, {rnd({1000, 3}, Dtype::BFloat16)}, 1e-2, 1e-2);
+}
+
+TEST_F(Gpu, SoftmaxMatchesCpu) {
+  for (int axis : {0, 1, -1}) {
+    expect_same([axis](auto& v) { return softmax(v[0], axis); }, {rnd({37, 3000})}, 1e-5, 1e-7);
+    expect_same([axis](auto& v) { return log_softmax(v[0], axis); }, {rnd({37, 300})}, 1e-5, 1e-5);
+  }
+  expect_same([](auto& v) { return softmax(v[0], -1); }, {rnd({64, 128}, Dtype::Float16)}, 1e-2, 1e-3);
+}
+
+TEST_F(Gpu, MatmulMatchesCpu) {
+  expect_same([](auto& v) { return matmul(v[0], v[1]); }, {rnd({65, 129}), rnd({129, 33})}, 1e-4, 1e-4);
+  expect_same([](auto& v) { return matmul(v[0], v[1]); }, {rnd({3, 1, 20, 30}), rnd({4, 30, 10})}, 1e-4, 1e-4);
+  expect_same([](auto& v) { return matmul(transpose(v[0], {}), transpose(v[1], {})); }, {rnd({30, 20}), rnd({10, 30})}, 1e-4, 1e-4);
+  expect_same([](auto& v) { return matmul(slice(v[0], {0, 0}, {20, 30}, {1, 2}), v[1]); }, {rnd({20, 30}), rnd({15, 7})}, 1e-4, 1e-4);
+  expect_same([](auto& v) { return matmul(v[0], v[1]); }, {rnd({64, 64}, Dtype::Float16), rnd({64, 64}, Dtype::Float16)}, 1e-2, 1e-2);
+  expect_same([](auto& v) { return matmul(v[0], v[1]); }, {rnd({64, 48}, Dtype::BFloat16), rnd({48, 16}, Dtype::BFloat16)}, 2e-2, 2e-2);
+  expect_same([](auto& v) { return matmul(v[0], v[1]); }, {rnd({50}), rnd({50})}, 1e-4, 1e-4);
+  expect_same([](auto& v) { return matmul(v[0], v[1]); },
+              {randint(-9, 9, {2, 7, 5}, Dtype::Int32, Device::cpu()), randint(-9, 9, {5, 3}, Dtype::Int32, Device::cpu())});
+}
+
+TEST_F(Gpu, DataStaysOnDeviceAndRoundTrips) {
+  Tensor x = rnd({123, 45});
+  Tensor g = to_device(x, gpu);
+  Tensor y = add(mul(g, g), g);
+  y.eval();
+  EXPECT_EQ(y.device(), gpu);
+  EXPECT_TRUE(y.buffer()->device.is_gpu());
+  auto hx = host(x), hy = host(y);
+  for (size_t i = 0; i < hx.size(); ++i) EXPECT_NEAR(hy[i], hx[i] * hx[i] + hx[i], 1e-5);
+}
+
+TEST_F(Gpu, OpsRejectMixedDevices) {
+  EXPECT_THROW(add(ones({2}), ones({2}, Dtype::Float32, gpu)), ValueError);
+}
+
+TEST_F(Gpu, OutOfMemoryRaisesAndProcessStaysUsable) {
+  size_t huge = size_t(1) << 50;
+  EXPECT_THROW(zeros({int64_t(huge / 4)}, Dtype::Float32, gpu).eval(), OutOfMemoryError);
+  auto v = host(add(ones({4}, Dtype::Float32, gpu), ones({4}, Dtype::Float32, gpu)));
+  EXPECT_EQ(v, (std::vector<double>{2, 2, 2, 2}));
+}
+
+TEST_F(Gpu, DeviceInfo) {
+  auto info = backend::rocm::get_device_info(0);
+  EXPECT_FALSE(info.name.empty());
+  EXPECT_GT(info.total_memory, info.free_memory / 2);
+  EXPECT_GT(info.compute_units, 0);
+  EXPECT_TRUE(info.wave_size == 32 || info.wave_size == 64);
+  EXPECT_THROW(backend::rocm::get_device_info(99), RuntimeError);
+  EXPECT_THROW(backend::rocm::set_device(-1), RuntimeError);
+}
+
+TEST_F(Gpu, MemoryManagerCachesAndCounts) {
+  auto& mm = backend::rocm::get_memory_manager(0);
+  mm.reset_stats();
+  void* a = mm.allocate(1 << 20);
+  mm.deallocate(a);
+  void* b = mm.allocate(1 << 20);  // same size, same stream: from the cache
+  auto s = mm.get_stats();
+  EXPECT_EQ(b, a);
+  EXPECT_GE(s.cache_hits, 1u);
+  EXPECT_EQ(s.total_allocations, 2u);
+  EXPECT_EQ(s.total_deallocations, 1u);
+  EXPECT_GE(s.peak_allocated, size_t(1) << 20);
+  std::vector<float> h(1 << 18, 3.0f), back(1 << 18);
+  mm.copy_host_to_device(b, h.data(), h.size() * 4);
+  mm.copy_device_to_host(back.data(), b, h.size() * 4);
+  EXPECT_EQ(back, h);
+  mm.deallocate(b);
+  mm.clear_pool();
+  EXPECT_EQ(mm.get_stats().cached_bytes, 0u);
+  size_t free_b = 0, total_b = 0;
+  mm.get_memory_info(&free_b, &total_b);
+  EXPECT_GT(total_b, free_b);
+  auto& pool = backend::rocm::get_pinned_pool();
+  pool.warmup({4096, 1 << 20});
+  EXPECT_GE(pool.cached_bytes(), size_t(1) << 20);
+}
