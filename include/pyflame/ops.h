@@ -98,3 +98,10 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 int normalize_axis(int axis, int ndim, const char* fn);
 
 }  // namespace pyflame
+
+// Op families beyond the core slice, one header each.
+#include "pyflame/ops_conv.h"   // NOLINT(build/include_order)
+#include "pyflame/ops_index.h"  // NOLINT
+#include "pyflame/ops_llm.h"    // NOLINT
+#include "pyflame/ops_loss.h"   // NOLINT
+#include "pyflame/ops_norm.h"   // NOLINT

@@ -5,6 +5,7 @@ Ops record a graph; evaluation happens on ``.numpy()``, ``.item()``, ``print``,
 ``pf.eval(...)`` and ``pf.synchronize()``.
 """
 from . import _core
+from ._core import *  # noqa: F401,F403  (every public op of the core)
 from ._core import (  # noqa: F401
     Dtype, Tensor, OutOfMemoryError,
     add, sub, mul, div, pow, maximum, minimum, neg, abs, sqrt, exp, log, sin, cos, tanh,
@@ -19,6 +20,7 @@ from .ops import (  # noqa: F401
     zeros_like, ones_like, reshape, transpose, squeeze, broadcast_to, eval, device_info,
 )
 from . import _tensor_methods  # noqa: F401  (adds methods and repr to Tensor)
+from . import backend  # noqa: F401
 
 float32 = Dtype.float32
 float16 = Dtype.float16

@@ -4,6 +4,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -32,5 +33,11 @@ Axes to_axes(nb::handle obj, const char* fn);
 void init_tensor(nb::module_& m);
 void init_ops(nb::module_& m);
 void init_device(nb::module_& m);
+void init_backend(nb::module_& m);
+void init_ops_conv(nb::module_& m);
+void init_ops_index(nb::module_& m);
+void init_ops_llm(nb::module_& m);
+void init_ops_loss(nb::module_& m);
+void init_ops_norm(nb::module_& m);
 
 }  // namespace pyflame::py

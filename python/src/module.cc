@@ -8,4 +8,10 @@ NB_MODULE(_core, m) {
   pyflame::py::init_tensor(m);
   pyflame::py::init_ops(m);
   pyflame::py::init_device(m);
+  pyflame::py::init_backend(m);
+  pyflame::py::init_ops_conv(m);
+  pyflame::py::init_ops_index(m);
+  pyflame::py::init_ops_llm(m);
+  pyflame::py::init_ops_loss(m);
+  pyflame::py::init_ops_norm(m);
 }

@@ -135,6 +135,9 @@ void init_tensor(nb::module_& m) {
       .def("cpu", [](const Tensor& t) { return to_device(t, Device::cpu()); })
       .def("astype", [](const Tensor& t, nb::handle d) { return astype(t, to_dtype(d, "astype")); })
       .def("contiguous", &contiguous)
+      // Rebinds this handle to another tensor's node: how in-place updates
+      // (running statistics, optimizer steps) look to Python holders.
+      .def("_replace", [](Tensor& self, const Tensor& other) { self = other; })
       .def("__len__", [](const Tensor& t) {
             if (t.ndim() == 0) throw ValueError("[len] len() of a 0-d tensor");
             return t.shape()[0];

@@ -20,6 +20,12 @@ class Primitive {
   virtual bool is_view() const { return false; }
 };
 
+// Declares a primitive's two backend entries (defined in backend/cpu and
+// backend/rocm/kernels).
+#define PF_EVAL_DECLS                                                    \
+  void eval_cpu(const std::vector<Tensor>& inputs, Tensor& out) override; \
+  void eval_gpu(const std::vector<Tensor>& inputs, Tensor& out) override;
+
 // Shares input 0's buffer; the layout was fixed when the node was recorded.
 class ViewPrimitive : public Primitive {
  public:

@@ -4,6 +4,11 @@
 #include <cstdint>
 
 #include "ir/primitive.h"
+#include "ir/primitives_conv.h"
+#include "ir/primitives_index.h"
+#include "ir/primitives_llm.h"
+#include "ir/primitives_loss.h"
+#include "ir/primitives_norm.h"
 
 namespace pyflame {
 
@@ -20,11 +25,13 @@ namespace pyflame {
   X(ToDevice)                    \
   X(Reduce)                      \
   X(Softmax)                     \
-  X(Matmul)
+  X(Matmul)                      \
+  PF_CONV_PRIMITIVES(X)          \
+  PF_INDEX_PRIMITIVES(X)         \
+  PF_LLM_PRIMITIVES(X)           \
+  PF_LOSS_PRIMITIVES(X)          \
+  PF_NORM_PRIMITIVES(X)
 
-#define PF_EVAL_DECLS                                                    \
-  void eval_cpu(const std::vector<Tensor>& inputs, Tensor& out) override; \
-  void eval_gpu(const std::vector<Tensor>& inputs, Tensor& out) override;
 
 // ---- creation ----
 class Full : public Primitive {

@@ -54,7 +54,7 @@ apt_opts=(
 # snapshot.debian.org serves old Release files whose Valid-Until has passed.
 [[ $mirror != *snapshot.debian.org* ]] || apt_opts+=(-o Acquire::Check-Valid-Until=false)
 echo "[fetch] apt-get update (sid, trixie) into $apt_dir"
-apt-get "${apt_opts[@]}" update
+apt-get "${apt_opts[@]}" --error-on=any update  # fail here, not later, when a suite is unreachable
 
 cd "$apt_dir/debs"
 # Pin each package to its suite explicitly: pkg/suite.

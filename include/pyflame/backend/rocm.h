@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "pyflame/tensor.h"
 
@@ -29,6 +30,33 @@ int get_current_device();  // -1 before any device is selected
 void set_device(int device_id);
 void synchronize();
 DeviceInfo get_device_info(int device_id);
+
+// Memory statistics of a device's caching allocator (spec: MemoryStats).
+struct MemoryStats {
+  size_t total_allocated = 0;  // bytes held by live allocations
+  size_t peak_allocated = 0;
+  size_t total_allocations = 0;
+  size_t total_deallocations = 0;
+  size_t cache_hits = 0;
+  size_t cache_misses = 0;
+  size_t cached_bytes = 0;  // freed blocks kept for reuse
+};
+
+// Platform-neutral entry points to the memory manager and pinned pool
+// (backend/rocm/memory.h holds the full classes).
+MemoryStats memory_stats(int device);
+void reset_memory_stats(int device);
+void clear_memory_pool(int device);
+void memory_info(int device, size_t* free_bytes, size_t* total_bytes);
+void pinned_pool_warmup(const std::vector<size_t>& sizes);
+void pinned_pool_clear();
+size_t pinned_pool_cached_bytes();
+// Pre-allocates typical activation sizes: model_size 'small', 'medium' or 'large'.
+void warmup_memory_pool(int batch_size, const std::string& model_size);
+
+// TF32 for float32 GEMMs (NVIDIA): off by default so results match the CPU.
+bool allow_tf32();
+void set_allow_tf32(bool on);
 
 // Device memory for a graph node on GPU `device_id`.
 std::shared_ptr<Buffer> allocate_buffer(int device_id, size_t bytes);

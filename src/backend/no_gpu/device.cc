@@ -21,5 +21,15 @@ void synchronize() { unavailable("rocm_synchronize"); }
 DeviceInfo get_device_info(int) { unavailable("rocm_get_device_info"); }
 std::shared_ptr<Buffer> allocate_buffer(int, size_t) { unavailable("allocate"); }
 void copy_to_host(const Tensor&, void*) { unavailable("to"); }
+MemoryStats memory_stats(int) { unavailable("get_memory_manager"); }
+void reset_memory_stats(int) { unavailable("get_memory_manager"); }
+void clear_memory_pool(int) { unavailable("get_memory_manager"); }
+void memory_info(int, size_t*, size_t*) { unavailable("get_memory_manager"); }
+void pinned_pool_warmup(const std::vector<size_t>&) { unavailable("get_pinned_pool"); }
+void pinned_pool_clear() { unavailable("get_pinned_pool"); }
+size_t pinned_pool_cached_bytes() { unavailable("get_pinned_pool"); }
+void warmup_memory_pool(int, const std::string&) { unavailable("warmup_memory_pool"); }
+bool allow_tf32() { return false; }
+void set_allow_tf32(bool) { unavailable("set_allow_tf32"); }
 
 }  // namespace pyflame::backend::rocm

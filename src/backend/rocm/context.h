@@ -7,6 +7,7 @@
 
 #include "backend/rocm/gpu/libs.h"
 #include "backend/rocm/gpu/runtime.h"
+#include "pyflame/backend/rocm.h"
 
 namespace pyflame::backend::rocm {
 
@@ -38,10 +39,6 @@ class DeviceGuard {
 
 // Grid size for a grid-stride loop over n elements with `threads` per block.
 unsigned grid_for(const DeviceContext& ctx, int64_t n, int threads, int per_thread = 1);
-
-// TF32 for float32 GEMMs: off by default so GPU results match the CPU.
-bool allow_tf32();
-void set_allow_tf32(bool on);
 
 // Poisoning of fresh device buffers (PYFLAME_GPU_POISON=1): catches kernels
 // that leave outputs unwritten.

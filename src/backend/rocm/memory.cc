@@ -209,7 +209,8 @@ ROCmMemoryManager& get_memory_manager(int device) {
   static std::vector<ROCmMemoryManager*> managers;  // process lifetime, like the contexts
   if (device < 0) device = std::max(0, get_current_device());
   if (device >= get_device_count()) {
-    throw RuntimeError(errmsg("get_memory_manager", "no ROCm device " + std::to_string(device)));
+    throw RuntimeError(errmsg("get_memory_manager", "no ROCm device " + std::to_string(device) + " (" +
+                                                        std::to_string(get_device_count()) + " available)"));
   }
   std::lock_guard lk(mu);
   if (managers.size() <= static_cast<size_t>(device)) managers.resize(device + 1, nullptr);
@@ -308,5 +309,19 @@ void warmup_memory_pool(int batch_size, const std::string& model_size) {
   get_memory_manager().warmup({act, act, act, act, width * width * 4});
   get_pinned_pool().warmup({act});
 }
+
+}  // namespace pyflame::backend::rocm
+
+namespace pyflame::backend::rocm {
+
+MemoryStats memory_stats(int device) { return get_memory_manager(device).get_stats(); }
+void reset_memory_stats(int device) { get_memory_manager(device).reset_stats(); }
+void clear_memory_pool(int device) { get_memory_manager(device).clear_pool(); }
+void memory_info(int device, size_t* free_b, size_t* total_b) {
+  get_memory_manager(device).get_memory_info(free_b, total_b);
+}
+void pinned_pool_warmup(const std::vector<size_t>& sizes) { get_pinned_pool().warmup(sizes); }
+void pinned_pool_clear() { get_pinned_pool().clear(); }
+size_t pinned_pool_cached_bytes() { return get_pinned_pool().cached_bytes(); }
 
 }  // namespace pyflame::backend::rocm

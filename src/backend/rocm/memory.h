@@ -14,18 +14,10 @@
 #include <vector>
 
 #include "backend/rocm/gpu/runtime.h"
+#include "pyflame/backend/rocm.h"
 
 namespace pyflame::backend::rocm {
 
-struct MemoryStats {
-  size_t total_allocated = 0;  // bytes held by live allocations
-  size_t peak_allocated = 0;
-  size_t total_allocations = 0;
-  size_t total_deallocations = 0;
-  size_t cache_hits = 0;
-  size_t cache_misses = 0;
-  size_t cached_bytes = 0;  // freed blocks kept for reuse
-};
 
 // (Outside the class: a nested struct with member initializers cannot be a
 // default argument of its enclosing class's constructor.)
@@ -118,7 +110,5 @@ class PinnedMemoryPool {
 
 PinnedMemoryPool& get_pinned_pool();
 
-// Pre-allocates typical activation sizes: model_size 'small', 'medium' or 'large'.
-void warmup_memory_pool(int batch_size, const std::string& model_size);
 
 }  // namespace pyflame::backend::rocm

@@ -62,7 +62,8 @@ __device__ inline int wave_size_device_only() { return 64; }  // never executed:
 #pragma clang diagnostic push
 #pragma clang diagnostic ignored "-Wdeprecated-pragma"
 #if defined(__AMDGCN_WAVEFRONT_SIZE__)
-static_assert(PF_WAVE_SIZE == __AMDGCN_WAVEFRONT_SIZE__, "PF_WAVE_SIZE disagrees with the compiler");
+static_assert(PF_WAVE_SIZE == __AMDGCN_WAVEFRONT_SIZE__,
+              "PF_WAVE_SIZE disagrees with the compiler");
 #endif
 #pragma clang diagnostic pop
 #endif
@@ -91,7 +92,7 @@ __host__ __device__ inline uint16_t float_to_half_bits_sw(float f) {
   const uint32_t a = x & 0x7fffffffu;
   if (a > 0x7f800000u) return sign | 0x7e00u | ((a >> 13) & 0x3ffu);  // NaN: quiet, top payload
   if (a >= 0x47800000u) return sign | 0x7c00u;                        // >= 2^16 (and inf): inf
-  if (a >= 0x38800000u) {                                              // normal half
+  if (a >= 0x38800000u) {                                             // normal half
     const uint32_t r = a + 0xc8000fffu + ((a >> 13) & 1u);  // rebias exponent, round half even
     return sign | static_cast<uint16_t>(r >> 13);           // a carry into 0x7c00 is inf: correct
   }
@@ -237,15 +238,21 @@ __device__ __forceinline__ T warp_shfl_down(T v, unsigned delta) {
 // Reduction ops. max/min propagate NaN (like NumPy).
 struct SumOp {
   template <class T>
-  __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
+  __device__ __forceinline__ T operator()(T a, T b) const {
+    return a + b;
+  }
 };
 struct MaxOp {
   template <class T>
-  __device__ __forceinline__ T operator()(T a, T b) const { return (a > b || a != a) ? a : b; }
+  __device__ __forceinline__ T operator()(T a, T b) const {
+    return (a > b || a != a) ? a : b;
+  }
 };
 struct MinOp {
   template <class T>
-  __device__ __forceinline__ T operator()(T a, T b) const { return (a < b || a != a) ? a : b; }
+  __device__ __forceinline__ T operator()(T a, T b) const {
+    return (a < b || a != a) ? a : b;
+  }
 };
 
 // Butterfly reduction: every lane of the wave gets the result.
@@ -255,15 +262,26 @@ __device__ __forceinline__ T warp_reduce(T v, Op op) {
   for (int offset = PF_WAVE_SIZE / 2; offset > 0; offset /= 2) v = op(v, warp_shfl_xor(v, offset));
   return v;
 }
-template <class T> __device__ __forceinline__ T warp_reduce_sum(T v) { return warp_reduce(v, SumOp{}); }
-template <class T> __device__ __forceinline__ T warp_reduce_max(T v) { return warp_reduce(v, MaxOp{}); }
-template <class T> __device__ __forceinline__ T warp_reduce_min(T v) { return warp_reduce(v, MinOp{}); }
+template <class T>
+__device__ __forceinline__ T warp_reduce_sum(T v) {
+  return warp_reduce(v, SumOp{});
+}
+template <class T>
+__device__ __forceinline__ T warp_reduce_max(T v) {
+  return warp_reduce(v, MaxOp{});
+}
+template <class T>
+__device__ __forceinline__ T warp_reduce_min(T v) {
+  return warp_reduce(v, MinOp{});
+}
 
 // Linear thread index / count for 1D, 2D or 3D blocks.
 __device__ __forceinline__ unsigned block_thread_id() {
   return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 }
-__device__ __forceinline__ unsigned block_num_threads() { return blockDim.x * blockDim.y * blockDim.z; }
+__device__ __forceinline__ unsigned block_num_threads() {
+  return blockDim.x * blockDim.y * blockDim.z;
+}
 
 // Whole-block reduction; every thread gets the result. Call from all threads of the block
 // (uniform control flow); block size must be a multiple of the wave size, at most 1024.
@@ -284,9 +302,18 @@ __device__ T block_reduce(T v, Op op) {
   __syncthreads();
   return v;
 }
-template <class T> __device__ T block_reduce_sum(T v) { return block_reduce<false>(v, SumOp{}); }
-template <class T> __device__ T block_reduce_max(T v) { return block_reduce<true>(v, MaxOp{}); }
-template <class T> __device__ T block_reduce_min(T v) { return block_reduce<true>(v, MinOp{}); }
+template <class T>
+__device__ T block_reduce_sum(T v) {
+  return block_reduce<false>(v, SumOp{});
+}
+template <class T>
+__device__ T block_reduce_max(T v) {
+  return block_reduce<true>(v, MaxOp{});
+}
+template <class T>
+__device__ T block_reduce_min(T v) {
+  return block_reduce<true>(v, MinOp{});
+}
 #endif  // __HIPCC__ || __CUDACC__
 
 }  // namespace pyflame::gpu

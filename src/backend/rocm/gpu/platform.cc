@@ -37,7 +37,8 @@ std::string device_arch(int device) {
   std::string arch = prop.gcnArchName;
   return arch.substr(0, arch.find(':'));
 #else
-  return "sm_" + std::to_string(device_attribute(hipDeviceAttributeComputeCapabilityMajor, device)) +
+  return "sm_" +
+         std::to_string(device_attribute(hipDeviceAttributeComputeCapabilityMajor, device)) +
          std::to_string(device_attribute(hipDeviceAttributeComputeCapabilityMinor, device));
 #endif
 }

@@ -2,7 +2,8 @@
 //  - AMD (__HIP_PLATFORM_AMD__): the real HIP headers.
 //  - NVIDIA (PYFLAME_GPU_CUDA): cuda_runtime.h plus one alias per HIP name we use. Only names whose
 //    CUDA twin has the same signature and meaning are aliased; enum values are mapped name to name,
-//    never cast. Device-property structs are not aliased (CUDA 13 removed fields): query attributes.
+//    never cast. Device-property structs are not aliased (CUDA 13 removed fields): query
+//    attributes.
 // To use a new HIP name on NVIDIA, add its alias below (see gpu/README.md).
 #pragma once
 
@@ -143,10 +144,10 @@ namespace detail {
 }  // namespace pyflame::gpu
 
 // Evaluates a HIP call once; on failure throws pyflame::gpu::HipError (a std::runtime_error).
-#define PF_HIP_CHECK(call)                                                        \
-  do {                                                                            \
-    const hipError_t pf_hip_err_ = (call);                                        \
-    if (pf_hip_err_ != hipSuccess)                                                \
+#define PF_HIP_CHECK(call)                                                             \
+  do {                                                                                 \
+    const hipError_t pf_hip_err_ = (call);                                             \
+    if (pf_hip_err_ != hipSuccess)                                                     \
       ::pyflame::gpu::detail::throw_hip_error(pf_hip_err_, #call, __FILE__, __LINE__); \
   } while (0)
 

@@ -1,0 +1,5 @@
+// Ops of the 'llm' family (see ops.h for the contract).
+#pragma once
+#include "pyflame/ops.h"
+
+namespace pyflame {}  // namespace pyflame

@@ -1,0 +1,2 @@
+"""Backend-specific APIs: ``pyflame.backend.rocm``."""
+from . import rocm  # noqa: F401

@@ -1,0 +1,43 @@
+// Internal bindings behind pyflame.backend.rocm: memory manager, pinned pool,
+// math-mode switches. A build without a GPU raises RuntimeError from each.
+#include <algorithm>
+
+#include "common.h"
+#include "pyflame/backend/rocm.h"
+
+namespace pyflame::py {
+
+void init_backend(nb::module_& m) {
+  namespace r = backend::rocm;
+  auto dev = [](int d) { return d < 0 ? std::max(0, r::get_current_device()) : d; };
+  m.def("_rocm_memory_stats", [dev](int d) {
+    r::MemoryStats s = r::memory_stats(dev(d));
+    nb::dict out;
+    out["total_allocated"] = s.total_allocated;
+    out["peak_allocated"] = s.peak_allocated;
+    out["total_allocations"] = s.total_allocations;
+    out["total_deallocations"] = s.total_deallocations;
+    out["cache_hits"] = s.cache_hits;
+    out["cache_misses"] = s.cache_misses;
+    out["cached_bytes"] = s.cached_bytes;
+    return out;
+  });
+  m.def("_rocm_reset_memory_stats", [dev](int d) { r::reset_memory_stats(dev(d)); });
+  m.def("_rocm_clear_memory_pool", [dev](int d) {
+    nb::gil_scoped_release release;
+    r::clear_memory_pool(dev(d));
+  });
+  m.def("_rocm_memory_info", [dev](int d) {
+    size_t free_b = 0, total_b = 0;
+    r::memory_info(dev(d), &free_b, &total_b);
+    return std::make_pair(free_b, total_b);
+  });
+  m.def("_rocm_pinned_warmup", &r::pinned_pool_warmup);
+  m.def("_rocm_pinned_clear", &r::pinned_pool_clear);
+  m.def("_rocm_pinned_cached_bytes", &r::pinned_pool_cached_bytes);
+  m.def("_rocm_warmup_memory_pool", &r::warmup_memory_pool);
+  m.def("_rocm_allow_tf32", &r::allow_tf32);
+  m.def("_rocm_set_allow_tf32", &r::set_allow_tf32);
+}
+
+}  // namespace pyflame::py
