@@ -7,25 +7,31 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config libopenblas-dev libgtest-dev
-              libbenchmark-dev python3-venv python3-dev)
+              libbenchmark-dev python3-venv python3-dev python3-numpy python3-pytest)
+# PyTorch (CPU) is the tests' oracle and the benchmarks' comparison; matplotlib
+# draws benchmark plots. Both optional: tests that need PyTorch skip without it.
+OPTIONAL_PACKAGES=(python3-torch python3-matplotlib)
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 missing=()
-for p in "${APT_PACKAGES[@]}"; do
+for p in "${APT_PACKAGES[@]}" "${OPTIONAL_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
 if ((${#missing[@]})); then
   echo "== installing Debian packages: ${missing[*]}"
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  apt_install() { DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$@" >/dev/null; }
+  apt_install "${APT_PACKAGES[@]}"
+  apt_install "${OPTIONAL_PACKAGES[@]}" || echo "note: ${OPTIONAL_PACKAGES[*]} not installed (optional)"
 fi
 
-PY=${PYTHON:-python3}
+# The system Python, so Debian's NumPy and PyTorch are visible in the venv.
+PY=${PYTHON:-/usr/bin/python3}
 if [ ! -x .venv/bin/python ]; then
-  echo "== creating virtual environment .venv"
-  "$PY" -m venv .venv
+  echo "== creating virtual environment .venv ($PY)"
+  "$PY" -m venv --system-site-packages .venv
 fi
 VPY=$ROOT/.venv/bin/python
-# Packages the build and the tests need; torch (CPU) is an optional oracle.
+# Build tools from PyPI (NumPy and pytest already come from Debian).
 "$VPY" -m pip install -q --disable-pip-version-check numpy nanobind scikit-build-core pytest
 
 echo "== building PyFlame (GPU backend: ${PYFLAME_GPU:-AUTO})"
