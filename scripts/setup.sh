@@ -31,7 +31,9 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv --system-site-packages .venv
 fi
 VPY=$ROOT/.venv/bin/python
-# Build tools from PyPI (NumPy and pytest already come from Debian).
+# Build tools from PyPI (NumPy and pytest already come from Debian). A
+# current pip: Debian's lacks the -C config-settings flag used below.
+"$VPY" -m pip install -q --disable-pip-version-check --upgrade pip
 "$VPY" -m pip install -q --disable-pip-version-check numpy nanobind scikit-build-core pytest
 
 echo "== building PyFlame (GPU backend: ${PYFLAME_GPU:-AUTO})"
