@@ -1,10 +1,10 @@
 """Framework adapters and the timer shared by the workloads and the ceilings.
 
 A workload is written once against an adapter (`F`): PyFlame and PyTorch
-spell most ops alike when called positionally (`F.softmax(x, -1)`,
-`F.conv2d(x, w, None, 1, 1)`), and the adapter covers the rest (inputs,
-evaluation, synchronization, uploads). So both frameworks run the same
-computation on the same shapes.
+spell most ops alike (`F.softmax(x, -1)`, `F.conv2d(x, w, stride=1,
+padding=1)`), and the adapter covers the rest (inputs, evaluation,
+synchronization, uploads). So both frameworks run the same computation on
+the same shapes.
 """
 import statistics
 import time
@@ -65,9 +65,10 @@ class PyFlame:
     def download(self, x):
         return x.numpy()
 
-    def cat(self, xs, axis):
-        fn = getattr(self.pf, "concatenate", None) or self.pf.cat
-        return fn(xs, axis)
+    def attend(self, q, k, v, k_cache, v_cache):
+        """Attention of the new q/k/v over cache + new keys (B, H, S, D)."""
+        out, _, _ = self.pf.scaled_dot_product_attention(q, k, v, k_cache=k_cache, v_cache=v_cache)
+        return out
 
     def module(self, m):
         return m.to(self.device) if hasattr(m, "to") else m
@@ -91,6 +92,7 @@ class Torch:
         # PyFlame's 'rocm:N' is PyTorch's 'cuda:N' on NVIDIA and on ROCm alike.
         self.device = "cpu" if device == "cpu" else device.replace("rocm", "cuda")
         self.gpu = self.device != "cpu"
+        self._rope_tables = {}
         # Same math mode as PyFlame, whose fp32 GEMM/conv do not use TF32.
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
@@ -116,13 +118,31 @@ class Torch:
     def download(self, x):
         return x.cpu().numpy()
 
-    def cat(self, xs, axis):
-        return self.torch.cat(xs, axis)
-
-    def rms_norm(self, x, shape, weight, eps=1e-6):
+    # PyFlame's signatures where PyTorch's differ or PyTorch has no op.
+    def rms_norm(self, x, weight, eps=1e-6):
         if hasattr(self.F, "rms_norm"):  # PyTorch >= 2.4
-            return self.F.rms_norm(x, shape, weight, eps)
+            return self.F.rms_norm(x, (x.shape[-1],), weight, eps)
         return x * self.torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+    def rope(self, x, offset=0, theta=10000.0):
+        """Llama's rotate-half RoPE of x (..., seq, D), as PyTorch models write
+        it: cos/sin tables computed once, then two multiplies and a concat."""
+        torch, seq, half = self.torch, x.shape[-2], x.shape[-1] // 2
+        key = (offset, seq, half, theta, x.dtype)
+        if key not in self._rope_tables:
+            pos = torch.arange(offset, offset + seq, device=x.device, dtype=torch.float64)
+            inv_freq = theta ** (-torch.arange(half, device=x.device, dtype=torch.float64) / half)
+            angles = torch.outer(pos, inv_freq).repeat(1, 2)
+            self._rope_tables[key] = (angles.cos().to(x.dtype), angles.sin().to(x.dtype))
+        cos, sin = self._rope_tables[key]
+        return x * cos + torch.cat([-x[..., half:], x[..., :half]], -1) * sin
+
+    def attend(self, q, k, v, k_cache, v_cache):
+        keys, values = self.torch.cat([k_cache, k], -2), self.torch.cat([v_cache, v], -2)
+        if hasattr(self.F, "scaled_dot_product_attention"):  # PyTorch >= 2.0
+            return self.F.scaled_dot_product_attention(q, keys, values)
+        scores = q @ keys.transpose(-1, -2) * q.shape[-1] ** -0.5
+        return self.torch.softmax(scores.float(), -1).to(q.dtype) @ values
 
     def module(self, m):
         return m.to(self.device)

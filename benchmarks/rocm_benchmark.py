@@ -30,7 +30,8 @@ DEFAULT_ITERS = {"gpu": (50, 5), "cpu": (20, 2), "small": (10, 2)}  # (iteration
 
 
 def parse_args(argv):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--all", action="store_true", help="run every group (the default)")
     for g in GROUPS:
         ap.add_argument(f"--{g}", action="store_true", help=f"run the {g} group")
@@ -41,18 +42,19 @@ def parse_args(argv):
                     help="dtype of the workloads that do not fix their own (default float32)")
     ap.add_argument("--compare", choices=["torch", "none"], default="none",
                     help="also run the workloads in PyTorch and report ours/PyTorch")
-    ap.add_argument("--iterations", type=int, help="timed iterations (default 50 GPU, 20 CPU, 10 --small)")
-    ap.add_argument("--warmup", type=int, help="warm-up iterations (default 5 GPU, 2 CPU and --small)")
+    ap.add_argument("--iterations", type=int,
+                    help="timed iterations (default 50 GPU, 20 CPU, 10 --small)")
+    ap.add_argument("--warmup", type=int, help="warm-up iterations (default 5 GPU, else 2)")
     ap.add_argument("--max-time", type=float, default=3.0, metavar="S",
                     help="stop timing one workload after S seconds once 3 samples are in (default 3)")
     ap.add_argument("--small", action="store_true", help="tiny sizes, for CI smoke runs")
     ap.add_argument("--seed", type=int, help="RNG seed for the inputs (default: fresh each run)")
     ap.add_argument("--json", metavar="FILE", help="write all numbers and machine info as JSON")
-    ap.add_argument("--plot", metavar="FILE.png", help="bar chart of ratios and fractions (matplotlib)")
+    ap.add_argument("--plot", metavar="FILE.png",
+                    help="bar chart of ratios and fractions of ceiling (matplotlib)")
     args = ap.parse_args(argv)
-    for name in ("iterations", "warmup"):
-        if getattr(args, name) is not None and getattr(args, name) < (1 if name == "iterations" else 0):
-            ap.error(f"--{name} must be positive")
+    if (args.iterations or 1) < 1 or (args.warmup or 0) < 0:
+        ap.error("--iterations must be at least 1 and --warmup at least 0")
     return args
 
 
@@ -140,43 +142,43 @@ def run_workload(w, ctx):
             r.update(torch_status="error", torch_reason=first_line(e))
         release(torch_)
 
-    def rate(t):  # items/s, or the minimum bytes moved or nominal FLOPs per second
-        if t is None:
-            return None
-        return 1 / t if w.unit else (w.bytes(p, harness.ITEMSIZE[dtype]) if w.bytes else w.flops(p)) / (t * items)
-    r.update(rate_unit=w.unit or ("B/s" if w.bytes else "FLOP/s"), rate=rate(r["ours_s"]),
-             torch_rate=rate(r["torch_s"]))
-    if r["ours_s"] and r["torch_s"]:
-        r["ratio"] = r["ours_s"] / r["torch_s"]
     return r
 
 
 def score(chosen, results, ctx):
-    """Fractions of ceiling and targets, once every workload has run: the
-    GEMM workloads' own rates raise the GEMM ceiling (it is the best GEMM rate
-    seen in this run), and some targets compare rows (multistream on vs off)."""
+    """Ratios, rates, fractions of ceiling and targets, once every workload
+    has run: the GEMM workloads' own rates raise the GEMM ceilings (each is
+    the best GEMM rate seen in this run), and some targets compare rows."""
     ceil = ctx["ceilings"]
     for w, r in zip(chosen, results):
-        if w.group == "matmul" and r["dtype"] in ceil["gemm"]:
-            by = ceil["gemm"][r["dtype"]]["by"]
+        if not r.get("params"):
+            continue
+        p, dtype = r["params"], r["dtype"]
+        work = w.work(p, dtype)  # bytes moved or FLOPs per step
+        r["rate_unit"] = w.unit or ("B/s" if w.bytes else "FLOP/s")
+        for t_key, key in (("ours_s", "rate"), ("torch_s", "torch_rate")):
+            if r[t_key]:
+                r[key] = 1 / r[t_key] if w.unit else work / (r[t_key] * w.items(p))
+        if r["ours_s"] and r["torch_s"]:
+            r["ratio"] = r["ours_s"] / r["torch_s"]
+        if w.group == "matmul" and dtype in ceil["gemm"]:
+            by = ceil["gemm"][dtype]["by"]
             for fw, key in (("pyflame", "rate"), ("pytorch", "torch_rate")):
                 if r[key]:
                     by[f"{fw} {w.name}"] = r[key]
-            ceil["gemm"][r["dtype"]] = ceilings.best(by)
+            ceil["gemm"][dtype] = ceilings.best(by)
     for w, r in zip(chosen, results):
-        p = r.get("params")
-        if not p:
-            continue
-        bw, flops = ceil["copy"]["value"], ceil["gemm"].get(r["dtype"], {}).get("value")
-        for t_key, f_key in (("ours_s", "fraction"), ("torch_s", "torch_fraction")):
-            t = r[t_key] and r[t_key] * w.items(p)  # seconds per step
-            if t and w.bytes and bw:
-                r[f_key] = w.bytes(p, harness.ITEMSIZE[r["dtype"]]) / t / bw
-            elif t and w.flops and flops:
-                r[f_key] = w.flops(p) / t / flops
+        if r.get("params"):
+            p, dtype = r["params"], r["dtype"]
+            peak = ceil["copy"]["value"] if w.bytes else \
+                ceil["gemm"].get(dtype, {}).get("value") if w.flops else None
+            for t_key, key in (("ours_s", "fraction"), ("torch_s", "torch_fraction")):
+                if r[t_key] and peak:
+                    r[key] = w.work(p, dtype) / (r[t_key] * w.items(p)) / peak
         target = None if ctx["tier"] == "small" else w.targets.get(ctx["tier"])  # none for smoke sizes
         r["target"] = target.text if target else None
-        r["target_met"] = target.check(r, ctx) if target and target.check and r["status"] == "ok" else None
+        if target and target.check and r["status"] == "ok":
+            r["target_met"] = target.check(r, ctx)
 
 
 # ----------------------------------------------------------------- output
@@ -197,70 +199,80 @@ def fmt_time(s):
 
 
 def fmt_fraction(f):
-    return "-" if f is None else (f"{f:.0%}" if f >= 0.1 else f"{f:.1%}")
+    if f is None:
+        return "-"
+    return f"{f:.0%}" if f >= 0.1 else f"{f:.1%}" if f >= 0.01 else f"{f * 100:.2g}%"
 
 
 def table(results, compare):
+    """One Markdown table: readable in a terminal, pastes into an issue."""
     cols = ["workload", "size", "ours"] + (["PyTorch", "ours/PyTorch"] if compare else []) + \
-           ["ours rate", "of ceiling", "target", "note"]
+        ["ours rate", "of ceiling", "target", "note"]
     rows = []
     for r in results:
         ours = fmt_time(r["ours_s"]) or ("n/a" if r["status"] == "n/a" else "error")
-        torch_ = fmt_time(r["torch_s"]) or ("error" if r["torch_status"] == "error" else "-")
+        theirs = fmt_time(r["torch_s"]) or ("error" if r["torch_status"] == "error" else "-")
+        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
+        rate = "-" if r["rate"] is None else si(r["rate"], r["rate_unit"])
         met = {True: " ✓", False: " ✗"}.get(r["target_met"], "")
-        note = "; ".join(x for x in (r["reason"], r["note"],
-                                     r.get("torch_reason") and "PyTorch " + r["torch_reason"]) if x)
-        row = [r["name"], r["size"], ours] + ([torch_, "-" if r["ratio"] is None else f"{r['ratio']:.2f}"]
-                                              if compare else []) + \
-              ["-" if r["rate"] is None else si(r["rate"], r["rate_unit"]), fmt_fraction(r["fraction"]),
-               (r["target"] or "") + met, note]
-        rows.append(row)
+        torch_error = r.get("torch_reason") and "PyTorch " + r["torch_reason"]
+        note = "; ".join(x for x in (r["reason"], r["note"], torch_error) if x)
+        rows.append([r["name"], r["size"], ours] + ([theirs, ratio] if compare else []) +
+                    [rate, fmt_fraction(r["fraction"]), (r["target"] or "") + met, note])
     widths = [max(len(str(x)) for x in col) for col in zip(cols, *rows)]
-    line = lambda xs: "| " + " | ".join(str(x).ljust(n) for x, n in zip(xs, widths)) + " |"  # noqa: E731
-    return "\n".join([line(cols), "|" + "|".join("-" * (n + 2) for n in widths) + "|"] + [line(r) for r in rows])
+
+    def line(cells):
+        return "| " + " | ".join(str(x).ljust(n) for x, n in zip(cells, widths)) + " |"
+    rule = "|" + "|".join("-" * (n + 2) for n in widths) + "|"
+    return "\n".join([line(cols), rule] + [line(r) for r in rows])
 
 
 def header(ctx, machine):
     b, ceil, gpu = ctx["bench"], ctx["ceilings"], ctx["ours"].gpu
-    timing = ("PyFlame has no device-event API yet, so each framework runs 5 batches of steps, each "
-              "bracketed by a device synchronize and timed with perf_counter; the median batch gives the "
-              "time per step. PyTorch is timed the same way so the ratio compares like with like; its "
-              "CUDA-event median is in the JSON (torch_events_ms)."
+    timing = ("PyFlame has no device-event API yet, so each framework runs 5 batches of steps, "
+              "each bracketed by a device synchronize and timed with perf_counter; the median "
+              "batch gives the time per step. PyTorch is timed the same way so the ratio compares "
+              "like with like; its CUDA-event median is in the JSON (torch_events_ms)."
               if gpu else "perf_counter around each step (the CPU runs synchronously), median.")
     copy = ceil["copy"]
-    cells = [f"copy {si(copy['value'], 'B/s')} ({copy['source']})" if copy["value"] else "copy: failed"]
+    cells = [f"copy {si(copy['value'], 'B/s')} ({copy['source']})" if copy["value"]
+             else "copy: failed"]
     cells += [f"GEMM {harness.SHORT_DTYPE[dt]} {si(c['value'], 'FLOP/s')} ({c['source']})"
               for dt, c in ceil["gemm"].items() if c["value"]]
     lines = [
-        f"PyFlame {machine['pyflame']} on {machine['device_name']} [{ctx['device']}], {ctx['tier']} sizes, "
-        f"{b.iterations} iterations after {b.warmup} warm-up, seed {ctx['seed']}, {machine['date']}",
-        f"PyTorch {machine['torch']} in the same process, same inputs' shapes and dtypes, TF32 off in both."
+        f"PyFlame {machine['pyflame']} on {machine['device_name']} [{ctx['device']}], "
+        f"{ctx['tier']} sizes, {b.iterations} iterations after {b.warmup} warm-up, "
+        f"seed {ctx['seed']}, {machine['date']}",
+        f"PyTorch {machine['torch']} in the same process, same shapes and dtypes, TF32 off in both."
         if ctx["torch"] else "No PyTorch comparison (--compare torch adds it).",
         f"Timing: {timing}",
         "Ceilings (best measured in this run): " + "; ".join(cells) + ".",
         "Columns: times are per step (per op, token or evaluation for host, llm, multistream); "
         + ("ours/PyTorch is the time ratio, < 1 means PyFlame is faster; " if ctx["torch"] else "")
-        + "ours rate counts the minimum bytes moved or the nominal FLOPs; of ceiling = ours rate / the "
-        "ceiling above; target from BENCHMARKS.md (GPU targets were set on an H100), ✓ met, ✗ not.",
+        + "ours rate counts the minimum bytes moved or the nominal FLOPs; of ceiling = ours rate "
+        "/ the ceiling above; target from BENCHMARKS.md (GPU targets were set on an H100), "
+        "✓ met, ✗ not.",
     ]
     return "\n".join(lines)
 
 
 def machine_info(device, torch_):
     import pyflame as pf
-    info = pf.rocm_get_device_info(int(device.split(":")[1])) if device != "cpu" else pf.device_info()
-    name = info["name"] if device != "cpu" else f"{info['name']} ({info['cores']} cores)"
+    gpu = device != "cpu"
+    info = pf.rocm_get_device_info(int(device.split(":")[1])) if gpu else pf.device_info()
+    name = info["name"] if gpu else f"{info['name']} ({info['cores']} cores)"
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                cwd=os.path.dirname(os.path.abspath(__file__)), timeout=5).stdout.strip()
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, timeout=5,
+                                cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         commit = ""
     return dict(date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                 host=platform.node(), platform=platform.platform(), python=platform.python_version(),
                 pyflame=pf.__version__, numpy=np.__version__, git_commit=commit or None,
                 torch=torch_.torch.__version__ if torch_ else None,
-                torch_device=(torch_.torch.cuda.get_device_name(torch_.device) if torch_ and torch_.gpu
-                              else None),
+                torch_device=torch_.torch.cuda.get_device_name(torch_.device)
+                if torch_ and torch_.gpu else None,
                 device=device, device_name=name, device_info=info, cpu_count=os.cpu_count())
 
 
@@ -271,7 +283,7 @@ def to_json(results):
         r = dict(r)
         for k in [k for k in r if k.endswith("_s")]:
             v = r.pop(k)
-            r[k[:-2] + "_ms"] = None if v is None else ([x * 1e3 for x in v] if isinstance(v, list) else v * 1e3)
+            r[k[:-2] + "_ms"] = [x * 1e3 for x in v] if isinstance(v, list) else v and v * 1e3
         out.append(r)
     return out
 
@@ -289,14 +301,15 @@ def plot(results, path, title):
     for ax, (key, rows) in zip(axes[0], panels):
         names, vals = [f"{r['name']} {r['size']}" for r in rows], [r[key] for r in rows]
         if key == "ratio":
-            ax.barh(names, vals, color=["tab:green" if v <= 1 else "tab:red" for v in vals])
+            bars = ax.barh(names, vals, color=["tab:green" if v <= 1 else "tab:red" for v in vals])
             ax.axvline(1, color="k", lw=0.8)
             ax.set_xscale("log")
             ax.set_xlabel("time ours / PyTorch (< 1: PyFlame faster)")
         else:
-            ax.barh(names, vals, color="tab:blue")
+            bars = ax.barh(names, vals, color="tab:blue")
             ax.set_xlim(0, max(1.0, max(vals) * 1.05))
             ax.set_xlabel("fraction of measured ceiling (copy bandwidth or GEMM rate)")
+        ax.bar_label(bars, fmt="%.2f", fontsize=7, padding=2)
         ax.invert_yaxis()
         ax.tick_params(axis="y", labelsize=8)
     fig.suptitle(title, fontsize=9)
@@ -371,15 +384,16 @@ def main(argv=None):
     print(table(results, torch_ is not None))
 
     if args.json:
-        doc = dict(machine=machine, config=dict(vars(args), tier=tier, seed=seed, iterations=bench.iterations,
-                                                warmup=bench.warmup),
-                   ceilings=ctx["ceilings"], results=to_json(results))
+        config = dict(vars(args), tier=tier, seed=seed, iterations=bench.iterations,
+                      warmup=bench.warmup)
+        doc = dict(machine=machine, config=config, ceilings=ctx["ceilings"], results=to_json(results))
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=1, default=str)
     rc = 0
     if args.plot:
         try:
-            if not plot(results, args.plot, f"PyFlame on {machine['device_name']}, {machine['date']}"):
+            title = f"PyFlame on {machine['device_name']}, {machine['date']}"
+            if not plot(results, args.plot, title):
                 progress("rocm_benchmark: nothing to plot (no ratios or fractions)")
         except Exception as e:  # noqa: BLE001  (the table and JSON are out already)
             progress(f"rocm_benchmark: --plot failed: {first_line(e)}")

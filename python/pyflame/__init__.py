@@ -4,7 +4,13 @@
 Ops record a graph; evaluation happens on ``.numpy()``, ``.item()``, ``print``,
 ``pf.eval(...)`` and ``pf.synchronize()``.
 """
-from . import _core
+import os as _os
+
+# OpenMP worker threads sleep when idle instead of spinning: spinning workers
+# steal the cores that OpenBLAS and other processes need on small machines.
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from . import _core  # noqa: E402
 from ._core import *  # noqa: F401,F403  (every public op of the core)
 from ._core import (  # noqa: F401
     Dtype, Tensor, OutOfMemoryError,

@@ -7,8 +7,10 @@
 #include <array>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "backend/dispatch.h"
 #include "backend/layout.h"
 #include "core/half.h"
 #include "pyflame/tensor.h"
@@ -24,26 +26,15 @@ constexpr bool is_half_v = std::is_same_v<T, half_t> || std::is_same_v<T, bf16_t
 template <typename T>
 using acc_t = std::conditional_t<is_half_v<T>, float, T>;
 
-// Calls f(T{}) with T the C++ element type of `t`.
+// Calls f(T{}) with T the element type of `t` (16-bit floats as our storage types).
 template <typename F>
 void dispatch(Dtype t, F&& f) {
-  switch (t) {
-    case Dtype::Bool: f(bool{}); break;
-    case Dtype::Int32: f(int32_t{}); break;
-    case Dtype::Int64: f(int64_t{}); break;
-    case Dtype::Float16: f(half_t{}); break;
-    case Dtype::BFloat16: f(bf16_t{}); break;
-    case Dtype::Float32: f(float{}); break;
-  }
+  dispatch_dtype<half_t, bf16_t>(t, std::forward<F>(f));
 }
 
 template <typename F>
 void dispatch_float(Dtype t, F&& f) {
-  switch (t) {
-    case Dtype::Float16: f(half_t{}); break;
-    case Dtype::BFloat16: f(bf16_t{}); break;
-    default: f(float{}); break;
-  }
+  dispatch_float_dtype<half_t, bf16_t>(t, std::forward<F>(f));
 }
 
 // Splits [0, n) over the OpenMP threads when there is enough work.

@@ -3,7 +3,9 @@
 #pragma once
 #include <array>
 #include <type_traits>
+#include <utility>
 
+#include "backend/dispatch.h"
 #include "backend/layout.h"
 #include "backend/rocm/context.h"
 #include "backend/rocm/gpu/device_utils.h"
@@ -20,25 +22,15 @@ constexpr bool is_half_v = std::is_same_v<T, half_t> || std::is_same_v<T, bf16_t
 template <typename T>
 using acc_t = std::conditional_t<is_half_v<T>, float, std::conditional_t<std::is_same_v<T, bool>, int32_t, T>>;
 
+// Calls f(T{}) with T the element type of `t` (16-bit floats as our storage types).
 template <typename F>
 void dispatch(Dtype t, F&& f) {
-  switch (t) {
-    case Dtype::Bool: f(bool{}); break;
-    case Dtype::Int32: f(int32_t{}); break;
-    case Dtype::Int64: f(int64_t{}); break;
-    case Dtype::Float16: f(half_t{}); break;
-    case Dtype::BFloat16: f(bf16_t{}); break;
-    case Dtype::Float32: f(float{}); break;
-  }
+  dispatch_dtype<half_t, bf16_t>(t, std::forward<F>(f));
 }
 
 template <typename F>
 void dispatch_float(Dtype t, F&& f) {
-  switch (t) {
-    case Dtype::Float16: f(half_t{}); break;
-    case Dtype::BFloat16: f(bf16_t{}); break;
-    default: f(float{}); break;
-  }
+  dispatch_float_dtype<half_t, bf16_t>(t, std::forward<F>(f));
 }
 
 template <typename To, typename From>
