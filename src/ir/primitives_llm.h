@@ -1,8 +1,48 @@
 // Primitives of the 'llm' family.
 #pragma once
+#include <cmath>
+#include <cstdint>
+
 #include "ir/primitive.h"
 
 // Every primitive of this family, for the backends' lists.
-#define PF_LLM_PRIMITIVES(X)
+#define PF_LLM_PRIMITIVES(X) \
+  X(Rope)                    \
+  X(Attention)
 
-namespace pyflame {}  // namespace pyflame
+namespace pyflame {
+
+// Rotary embedding of a row-major x (..., S, D). Inputs: x, and when
+// has_positions a float32 positions tensor viewed with x.shape[:-1] (any
+// strides); otherwise position = (index along axis -2) + offset.
+class Rope : public Primitive {
+ public:
+  Rope(float th, double off, bool inter, bool has_pos)
+      : theta(th), offset(off), interleaved(inter), has_positions(has_pos) {}
+  const char* name() const override { return "rope"; }
+  PF_EVAL_DECLS
+  // inv_freq[j] = theta^(-2j/D), evaluated in double and rounded to float,
+  // on the host for both backends.
+  static float inv_freq(float theta, int64_t j, int64_t D) {
+    return static_cast<float>(std::pow(static_cast<double>(theta), -2.0 * double(j) / double(D)));
+  }
+  float theta;
+  double offset;
+  bool interleaved;
+  bool has_positions;
+};
+
+// Attention over 4-d q (B, H, Sq, D), k (B, Hkv, Sk, D), v (B, Hkv, Sk, Dv),
+// any strides, same floating dtype; output (B, H, Sq, Dv) row-major. With
+// causal, query i sees keys j <= i + causal_offset.
+class Attention : public Primitive {
+ public:
+  Attention(float s, bool c, int64_t off) : scale(s), causal(c), causal_offset(off) {}
+  const char* name() const override { return "scaled_dot_product_attention"; }
+  PF_EVAL_DECLS
+  float scale;
+  bool causal;
+  int64_t causal_offset;
+};
+
+}  // namespace pyflame

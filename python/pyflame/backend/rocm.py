@@ -3,6 +3,7 @@
 Every function raises RuntimeError when this build or machine has no GPU.
 """
 from .. import _core
+from .tuning import MIOpenTuningCache, get_tuning_cache  # noqa: F401
 
 
 class MemoryManager:

@@ -1,0 +1,172 @@
+// CPU kernels of the index family: concat, gather, pad, dropout.
+#include <atomic>
+#include <cstring>
+
+#include "backend/cpu/kernel_utils.h"
+#include "core/random_bits.h"
+#include "ir/primitives.h"
+
+namespace pyflame {
+
+namespace {
+
+// Copies `shape` elements from src (strides ss) to dst (strides ds).
+template <typename T>
+void strided_copy(const T* src, const Strides& ss, T* dst, const Strides& ds, const Shape& shape) {
+  cpu::Layout<2> L = cpu::collapse<2>(shape, {&ds, &ss});
+  cpu::parallel_for(shape_size(shape), cpu::kGrain, [&](int64_t b, int64_t e) {
+    cpu::for_each_run<2>(L, b, e, [&](auto off, int64_t n, auto ls) {
+      T* d = dst + off[0];
+      const T* s = src + off[1];
+      if (ls[0] == 1 && ls[1] == 1) {
+        std::memcpy(d, s, n * sizeof(T));
+      } else {
+        for (int64_t i = 0; i < n; ++i) d[i * ls[0]] = s[i * ls[1]];
+      }
+    });
+  });
+}
+
+// Calls f(T{}) with an unsigned type of the element size (copies move bits).
+template <typename F>
+void dispatch_bits(size_t itemsize, F&& f) {
+  switch (itemsize) {
+    case 1: f(uint8_t{}); break;
+    case 2: f(uint16_t{}); break;
+    case 4: f(uint32_t{}); break;
+    default: f(uint64_t{}); break;
+  }
+}
+
+// Source index of output coordinate c (already shifted by the low pad) on an
+// axis of size n, or -1 where constant padding applies.
+inline int64_t pad_source(PadMode mode, int64_t c, int64_t n) {
+  if (c >= 0 && c < n) return c;
+  if (n <= 0) return -1;
+  switch (mode) {
+    case PadMode::Constant: return -1;
+    case PadMode::Replicate: return c < 0 ? 0 : n - 1;
+    case PadMode::Circular: return ((c % n) + n) % n;
+    case PadMode::Reflect: {
+      if (n == 1) return 0;
+      const int64_t period = 2 * (n - 1);
+      int64_t m = ((c % period) + period) % period;
+      return m < n ? m : period - m;
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+void Concat::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
+  const Strides& os = out.strides();
+  dispatch_bits(out.itemsize(), [&](auto tag) {
+    using T = decltype(tag);
+    int64_t pos = 0;
+    for (const Tensor& x : in) {
+      strided_copy<T>(x.data<T>(), x.strides(), out.data<T>() + pos * os[axis], os, x.shape());
+      pos += x.shape()[axis];
+    }
+  });
+}
+
+void Gather::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
+  const Tensor &x = in[0], &index = in[1];
+  Strides xs = x.strides();
+  const int64_t ax_stride = xs[axis], ax_size = x.shape()[axis];
+  xs[axis] = 0;
+  const Strides os = row_major_strides(out.shape());
+  cpu::Layout<3> L = cpu::collapse<3>(out.shape(), {&os, &xs, &index.strides()});
+  std::atomic<bool> bad{false};
+  std::atomic<int64_t> bad_value{0};
+  dispatch_bits(out.itemsize(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = x.data<T>();
+    T* po = out.data<T>();
+    auto run = [&](auto itag) {
+      using I = decltype(itag);
+      const I* pi = index.data<I>();
+      cpu::parallel_for(out.size(), cpu::kGrain, [&](int64_t b, int64_t e) {
+        cpu::for_each_run<3>(L, b, e, [&](auto off, int64_t n, auto ls) {
+          for (int64_t i = 0; i < n; ++i) {
+            const int64_t j = static_cast<int64_t>(pi[off[2] + i * ls[2]]);
+            if (j < 0 || j >= ax_size) {
+              bad_value.store(j, std::memory_order_relaxed);
+              bad.store(true, std::memory_order_relaxed);
+              po[off[0] + i * ls[0]] = T{};
+              continue;
+            }
+            po[off[0] + i * ls[0]] = px[off[1] + i * ls[1] + j * ax_stride];
+          }
+        });
+      });
+    };
+    if (index.dtype() == Dtype::Int32) run(int32_t{});
+    else run(int64_t{});
+  });
+  if (bad.load()) throw IndexError(range_error(bad_value.load(), ax_size));
+}
+
+void Pad::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
+  const Tensor& x = in[0];
+  const int nd = out.ndim();
+  const Shape &osh = out.shape(), &xsh = x.shape();
+  const Strides& xst = x.strides();
+  const int64_t last = osh[nd - 1], rows = out.size() / last;
+  const PadMode m = mode;
+  cpu::dispatch(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T v = T(static_cast<cpu::acc_t<T>>(value));
+    const T* px = x.data<T>();
+    T* po = out.data<T>();
+    // Source index along the last axis for each output column.
+    std::vector<int64_t> col(last);
+    for (int64_t e = 0; e < last; ++e) col[e] = pad_source(m, e - lo[nd - 1], xsh[nd - 1]);
+    cpu::parallel_for(rows, std::max<int64_t>(1, cpu::kGrain / last), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        int64_t rem = r, base = 0;
+        bool inside = true;
+        for (int d = nd - 2; d >= 0; --d) {
+          const int64_t c = rem % osh[d];
+          rem /= osh[d];
+          const int64_t s = pad_source(m, c - lo[d], xsh[d]);
+          if (s < 0) inside = false;
+          else base += s * xst[d];
+        }
+        T* dst = po + r * last;
+        if (!inside) {
+          std::fill(dst, dst + last, v);
+          continue;
+        }
+        const T* src = px + base;
+        const int64_t ls = xst[nd - 1];
+        for (int64_t c = 0; c < last; ++c) dst[c] = col[c] < 0 ? v : src[col[c] * ls];
+      }
+    });
+  });
+}
+
+void Dropout::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
+  const Tensor& x = in[0];
+  const uint64_t thr = threshold();
+  const float sc = scale();
+  const Strides os = row_major_strides(out.shape());
+  cpu::Layout<2> L = cpu::collapse<2>(out.shape(), {&os, &x.strides()});
+  cpu::dispatch_float(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = x.data<T>();
+    T* po = out.data<T>();
+    cpu::parallel_for(out.size(), cpu::kGrain, [&](int64_t b, int64_t e) {
+      cpu::for_each_run<2>(L, b, e, [&](auto off, int64_t n, auto ls) {
+        for (int64_t i = 0; i < n; ++i) {
+          const int64_t o = off[0] + i * ls[0];  // row-major: the element's index
+          const bool keep = (random_bits(key, static_cast<uint64_t>(o)) >> 40) >= thr;
+          po[o] = T(static_cast<float>(px[off[1] + i * ls[1]]) * (keep ? sc : 0.0f));
+        }
+      });
+    });
+  });
+}
+
+}  // namespace pyflame

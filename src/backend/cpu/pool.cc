@@ -1,0 +1,138 @@
+// Max / average pooling and adaptive average / max pooling on the CPU: direct
+// loops over (N*C planes x output rows), 1 to 3 spatial axes through one 3-d
+// implementation. Max pooling propagates NaN; averages accumulate in double.
+#include <cmath>
+#include <limits>
+
+#include "backend/cpu/conv_utils.h"
+#include "ir/primitives.h"
+
+namespace pyflame {
+
+namespace {
+
+cpu::Geom3 pool_geom3(const Pool& p, const Shape& in_shape, const Shape& out_shape) {
+  cpu::Geom3 G;
+  cpu::spatial3(in_shape, G.in);
+  cpu::spatial3(out_shape, G.out);
+  const int nsp = p.nspatial(), off = 3 - nsp;
+  for (int d = 0; d < nsp; ++d) {
+    G.k[off + d] = p.kernel[d];
+    G.s[off + d] = p.stride[d];
+    G.p[off + d] = p.padding[d];
+    G.d[off + d] = p.dilation[d];
+  }
+  return G;
+}
+
+template <typename T>
+void pool_typed(const Pool& P, const Tensor& x, Tensor& out) {
+  const cpu::Geom3 G = pool_geom3(P, x.shape(), out.shape());
+  const int64_t planes = out.shape(0) * out.shape(1), ivol = G.ivol(), ovol = G.ovol();
+  const int64_t rows = planes * G.out[0] * G.out[1];
+  const T* src = x.data<T>();
+  T* dst = out.data<T>();
+  const bool is_max = P.kind == PoolKind::Max;
+  cpu::parallel_for(rows, std::max<int64_t>(1, 1024 / std::max<int64_t>(G.out[2] * G.kvol(), 1)),
+                    [&](int64_t rb, int64_t re) {
+    for (int64_t r = rb; r < re; ++r) {
+      const int64_t oy = r % G.out[1], oz = (r / G.out[1]) % G.out[0], plane = r / (G.out[1] * G.out[0]);
+      const T* xp = src + plane * ivol;
+      T* yp = dst + plane * ovol + (oz * G.out[1] + oy) * G.out[2];
+      const int64_t z0 = oz * G.s[0] - G.p[0], y0 = oy * G.s[1] - G.p[1];
+      for (int64_t ox = 0; ox < G.out[2]; ++ox) {
+        const int64_t x0 = ox * G.s[2] - G.p[2];
+        if (is_max) {
+          float m = -std::numeric_limits<float>::infinity();
+          for (int64_t a = 0; a < G.k[0]; ++a) {
+            const int64_t iz = z0 + a * G.d[0];
+            if (iz < 0 || iz >= G.in[0]) continue;
+            for (int64_t b = 0; b < G.k[1]; ++b) {
+              const int64_t iy = y0 + b * G.d[1];
+              if (iy < 0 || iy >= G.in[1]) continue;
+              const T* row = xp + (iz * G.in[1] + iy) * G.in[2];
+              for (int64_t c = 0; c < G.k[2]; ++c) {
+                const int64_t ix = x0 + c * G.d[2];
+                if (ix < 0 || ix >= G.in[2]) continue;
+                const float v = static_cast<float>(row[ix]);
+                if (v > m || std::isnan(v)) m = v;
+              }
+            }
+          }
+          yp[ox] = T(m);
+        } else {
+          // PyTorch's divisor: the window clipped to the padded input, or,
+          // without count_include_pad, to the input itself.
+          const int64_t z1 = std::min(z0 + G.k[0], G.in[0] + G.p[0]);
+          const int64_t y1 = std::min(y0 + G.k[1], G.in[1] + G.p[1]);
+          const int64_t x1 = std::min(x0 + G.k[2], G.in[2] + G.p[2]);
+          const int64_t padded = (z1 - z0) * (y1 - y0) * (x1 - x0);
+          const int64_t za = std::max<int64_t>(z0, 0), zb = std::min(z1, G.in[0]);
+          const int64_t ya = std::max<int64_t>(y0, 0), yb = std::min(y1, G.in[1]);
+          const int64_t xa = std::max<int64_t>(x0, 0), xb = std::min(x1, G.in[2]);
+          double sum = 0.0;
+          for (int64_t iz = za; iz < zb; ++iz) {
+            for (int64_t iy = ya; iy < yb; ++iy) {
+              const T* row = xp + (iz * G.in[1] + iy) * G.in[2];
+              for (int64_t ix = xa; ix < xb; ++ix) sum += static_cast<float>(row[ix]);
+            }
+          }
+          const int64_t inside = std::max<int64_t>(zb - za, 0) * std::max<int64_t>(yb - ya, 0) *
+                                 std::max<int64_t>(xb - xa, 0);
+          const int64_t div = P.divisor_override ? P.divisor_override : P.count_include_pad ? padded : inside;
+          yp[ox] = T(static_cast<float>(sum / static_cast<double>(div)));
+        }
+      }
+    }
+  });
+}
+
+template <typename T>
+void adaptive_typed(const Tensor& x, Tensor& out, bool is_max) {
+  int64_t in[3], o[3];
+  cpu::spatial3(x.shape(), in);
+  cpu::spatial3(out.shape(), o);
+  const int64_t planes = out.shape(0) * out.shape(1), ivol = in[0] * in[1] * in[2], ovol = o[0] * o[1] * o[2];
+  const int64_t rows = planes * o[0] * o[1];
+  const T* src = x.data<T>();
+  T* dst = out.data<T>();
+  auto lo = [](int64_t i, int64_t I, int64_t O) { return (i * I) / O; };
+  auto hi = [](int64_t i, int64_t I, int64_t O) { return ((i + 1) * I + O - 1) / O; };
+  cpu::parallel_for(rows, 16, [&](int64_t rb, int64_t re) {
+    for (int64_t r = rb; r < re; ++r) {
+      const int64_t oy = r % o[1], oz = (r / o[1]) % o[0], plane = r / (o[1] * o[0]);
+      const T* xp = src + plane * ivol;
+      T* yp = dst + plane * ovol + (oz * o[1] + oy) * o[2];
+      const int64_t za = lo(oz, in[0], o[0]), zb = hi(oz, in[0], o[0]);
+      const int64_t ya = lo(oy, in[1], o[1]), yb = hi(oy, in[1], o[1]);
+      for (int64_t ox = 0; ox < o[2]; ++ox) {
+        const int64_t xa = lo(ox, in[2], o[2]), xb = hi(ox, in[2], o[2]);
+        double sum = 0.0;
+        float m = -std::numeric_limits<float>::infinity();
+        for (int64_t iz = za; iz < zb; ++iz) {
+          for (int64_t iy = ya; iy < yb; ++iy) {
+            const T* row = xp + (iz * in[1] + iy) * in[2];
+            for (int64_t ix = xa; ix < xb; ++ix) {
+              const float v = static_cast<float>(row[ix]);
+              sum += v;
+              if (v > m || std::isnan(v)) m = v;
+            }
+          }
+        }
+        yp[ox] = is_max ? T(m) : T(static_cast<float>(sum / static_cast<double>((zb - za) * (yb - ya) * (xb - xa))));
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void Pool::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
+  cpu::dispatch_float(out.dtype(), [&](auto tag) { pool_typed<decltype(tag)>(*this, in[0], out); });
+}
+
+void AdaptivePool::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
+  cpu::dispatch_float(out.dtype(), [&](auto tag) { adaptive_typed<decltype(tag)>(in[0], out, kind == PoolKind::Max); });
+}
+
+}  // namespace pyflame

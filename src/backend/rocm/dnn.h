@@ -1,0 +1,55 @@
+// DNN library wrapper (spec: ROCmDNN): convolution, pooling and batch
+// normalization through MIOpen on AMD and cuDNN 9 (its legacy API) on
+// NVIDIA, behind one platform-neutral interface. Each device/stream pair has
+// one library handle, created on first use bound to that stream and used by
+// one thread at a time. Tensors are dense row-major (N, C, *spatial) arrays
+// of float32, float16 or bfloat16; 1-d problems run as 2-d with a unit
+// height. Convolutions accumulate in fp32 (TF32 only with set_allow_tf32).
+// The algorithm of each convolution problem comes from the tuning cache
+// (pyflame/backend/tuning.h) or, on a miss, from an exhaustive (Find) or
+// heuristic (Get) search whose answer is cached.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "backend/rocm/context.h"
+#include "pyflame/dtype.h"
+#include "pyflame/tensor.h"
+
+namespace pyflame::backend::rocm::dnn {
+
+// A convolution in the forward sense: x (N, C, *in) * w (K, C/groups, *k)
+// -> y (N, K, *out), PyTorch's cross-correlation.
+struct ConvProblem {
+  Dtype dtype = Dtype::Float32;
+  Shape x, w, y;
+  std::vector<int64_t> stride, padding, dilation;
+  int64_t groups = 1;
+};
+
+// y = conv(x, w).
+void conv_forward(DeviceContext& ctx, const ConvProblem& p, const void* x, const void* w, void* y);
+
+// The gradient of conv_forward with respect to x, written into x: PyTorch's
+// transposed convolution of `y` (here the input) by w. `p.x` must be
+// consistent with p.y under the forward rule (output_padding beyond what
+// that rule absorbs is handled by the caller).
+void conv_backward_data(DeviceContext& ctx, const ConvProblem& p, void* x, const void* w, const void* y);
+
+enum class PoolMode { Max, AvgIncludePad, AvgExcludePad };
+
+// Pooling when the library expresses it exactly (no dilation, output size
+// by the floor rule, supported dtype); returns false, having launched
+// nothing, otherwise, and the caller runs its own kernel.
+bool pool_forward(DeviceContext& ctx, Dtype dtype, PoolMode mode, const Shape& x_shape, const void* x,
+                  const Shape& y_shape, void* y, const std::vector<int64_t>& kernel,
+                  const std::vector<int64_t>& stride, const std::vector<int64_t>& padding);
+
+// y = (x - mean) / sqrt(var + eps) * scale + bias per channel (axis 1), with
+// float32 per-channel vectors; false (nothing launched) when the library
+// cannot run it.
+bool batch_norm_inference(DeviceContext& ctx, Dtype dtype, const Shape& x_shape, const void* x, void* y,
+                          const float* scale, const float* bias, const float* mean, const float* var,
+                          double eps);
+
+}  // namespace pyflame::backend::rocm::dnn

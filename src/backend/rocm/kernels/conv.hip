@@ -1,0 +1,113 @@
+// Convolution on the GPU through the DNN library (dnn.h: MIOpen / cuDNN):
+// forward convolution, and transposed convolution as the backward-data
+// convolution. Bias is added by a small kernel here.
+#include <algorithm>
+
+#include "backend/rocm/dnn.h"
+#include "backend/rocm/kernels/common.h"
+
+namespace pyflame::backend::rocm {
+
+namespace {
+
+// y (N, C, inner) += b[c]
+template <typename T>
+__global__ void add_channel_bias(T* y, const T* b, int64_t C, int64_t inner, int64_t total) {
+  PF_GRID_STRIDE(i, total) {
+    const int64_t c = (i / inner) % C;
+    y[i] = T(static_cast<float>(y[i]) + static_cast<float>(b[c]));
+  }
+}
+
+struct Crop3 {
+  int64_t src[3], dst[3], off[3];
+};
+
+// dst (planes, *dst) = src (planes, *src) shifted by off, zero outside src.
+template <typename T>
+__global__ void crop_copy(T* dst, const T* src, Crop3 g, int64_t total) {
+  PF_GRID_STRIDE(i, total) {
+    int64_t r = i;
+    const int64_t x = r % g.dst[2];
+    r /= g.dst[2];
+    const int64_t y = r % g.dst[1];
+    r /= g.dst[1];
+    const int64_t z = r % g.dst[0];
+    const int64_t plane = r / g.dst[0];
+    const int64_t sx = x + g.off[2], sy = y + g.off[1], sz = z + g.off[0];
+    T v = T(0.0f);
+    if (sx < g.src[2] && sy < g.src[1] && sz < g.src[0]) {
+      v = src[((plane * g.src[0] + sz) * g.src[1] + sy) * g.src[2] + sx];
+    }
+    dst[i] = v;
+  }
+}
+
+}  // namespace
+}  // namespace pyflame::backend::rocm
+
+namespace pyflame {
+
+using namespace backend::rocm;
+
+void Conv::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
+  DeviceContext& ctx = context(out.device().index);
+  DeviceGuard g(ctx.device);
+  const Tensor &x = in[0], &w = in[1];
+  const int nsp = geom.nspatial();
+  const int64_t N = x.shape(0), Cin = x.shape(1), Cout = out.shape(1);
+  if (Cin == 0) {  // an empty sum: bias (or zero) everywhere
+    PF_HIP_CHECK(hipMemsetAsync(out.raw_data(), 0, out.nbytes(), ctx.stream));
+  } else if (!geom.transposed) {
+    dnn::ConvProblem p{out.dtype(), x.shape(), w.shape(), out.shape(), geom.stride, geom.padding, geom.dilation,
+                       geom.groups};
+    dnn::conv_forward(ctx, p, x.raw_data(), w.raw_data(), out.raw_data());
+  } else {
+    // The transposed convolution's output is the forward convolution's
+    // input. The forward rule fixes that size up to stride - 1 trailing
+    // elements; a larger output_padding (allowed when dilation exceeds the
+    // stride) is computed unpadded and cropped, zero beyond.
+    bool direct = true;
+    for (int d = 0; d < nsp; ++d) {
+      const int64_t o = out.shape(2 + d), k = w.shape(2 + d);
+      const int64_t num = o + 2 * geom.padding[d] - geom.dilation[d] * (k - 1) - 1;
+      direct = direct && num >= 0 && num / geom.stride[d] + 1 == x.shape(2 + d);
+    }
+    if (direct) {
+      dnn::ConvProblem p{out.dtype(), out.shape(), w.shape(), x.shape(), geom.stride, geom.padding, geom.dilation,
+                         geom.groups};
+      dnn::conv_backward_data(ctx, p, out.raw_data(), w.raw_data(), x.raw_data());
+    } else {
+      Shape full{N, Cout};
+      Crop3 c{{1, 1, 1}, {1, 1, 1}, {0, 0, 0}};
+      for (int d = 0; d < nsp; ++d) {
+        const int64_t k = w.shape(2 + d), i = x.shape(2 + d);
+        full.push_back((i - 1) * geom.stride[d] + geom.dilation[d] * (k - 1) + 1);
+        c.src[3 - nsp + d] = full.back();
+        c.dst[3 - nsp + d] = out.shape(2 + d);
+        c.off[3 - nsp + d] = geom.padding[d];
+      }
+      auto tmp = temp_buffer(ctx, shape_size(full) * out.itemsize());
+      dnn::ConvProblem p{out.dtype(), full, w.shape(), x.shape(), geom.stride, std::vector<int64_t>(nsp, 0),
+                         geom.dilation, geom.groups};
+      dnn::conv_backward_data(ctx, p, tmp->ptr, w.raw_data(), x.raw_data());
+      dispatch_float(out.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        crop_copy<T><<<grid_for(ctx, out.size(), kThreads), kThreads, 0, ctx.stream>>>(
+            out.data<T>(), static_cast<const T*>(tmp->ptr), c, out.size());
+        PF_HIP_CHECK_LAUNCH();
+      });
+    }
+  }
+  if (has_bias) {
+    const int64_t inner = out.size() / std::max<int64_t>(N * Cout, 1);
+    dispatch_float(out.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      add_channel_bias<T><<<grid_for(ctx, out.size(), kThreads), kThreads, 0, ctx.stream>>>(
+          out.data<T>(), in[2].data<T>(), Cout, inner, out.size());
+      PF_HIP_CHECK_LAUNCH();
+    });
+  }
+}
+
+}  // namespace pyflame

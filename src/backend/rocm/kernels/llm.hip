@@ -1,0 +1,430 @@
+// GPU kernels of the llm family: rotary embedding, fused attention (a block
+// per query row or per (row, key chunk), a wave per key at a time, online
+// softmax), and the batch-1 GEMV path of matmul (try_gemv).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "backend/rocm/kernels/common.h"
+#include "backend/rocm/memory.h"
+
+namespace pyflame::backend::rocm {
+
+namespace {
+
+// ---------------------------------------------------------------- rope
+
+template <typename T>
+__global__ void rope_kernel(T* out, const T* x, const float* inv_freq, const float* pos, Indexer<1> pix,
+                            bool has_pos, bool interleaved, double offset, int64_t S, int64_t D,
+                            int64_t n) {
+  const int64_t half = D / 2;
+  PF_GRID_STRIDE(i, n) {
+    const int64_t r = i / half, j = i % half;
+    float p;
+    if (has_pos) {
+      int64_t o[1];
+      pix.offsets(r, o);
+      p = static_cast<float>(static_cast<double>(pos[o[0]]) + offset);
+    } else {
+      p = static_cast<float>(static_cast<double>(r % S) + offset);
+    }
+    const float ang = p * inv_freq[j];
+    const float c = cosf(ang), s = sinf(ang);
+    const int64_t i0 = interleaved ? 2 * j : j, i1 = interleaved ? 2 * j + 1 : j + half;
+    const float a = static_cast<float>(x[r * D + i0]), b = static_cast<float>(x[r * D + i1]);
+    out[r * D + i0] = T(a * c - b * s);
+    out[r * D + i1] = T(b * c + a * s);
+  }
+}
+
+// ---------------------------------------------------------------- attention
+// Work item w = (query row r, key chunk c): keys [c * chunk_len, ...) of the
+// row's visible keys. Each wave takes every nwaves-th key of the chunk with
+// an online softmax (running max m, sum l, accumulator acc); the block then
+// merges its waves. With one chunk the block writes the output row; with
+// several it writes (m, l, acc) of its chunk and attention_combine merges
+// the chunks (split-K for few rows and long key ranges: decoding).
+
+constexpr int kAttnThreads = 128;
+constexpr int kAttnMaxWaves = kAttnThreads / gpu::kMinWaveSize;
+constexpr int kAttnMaxDim = 512;
+
+struct AttnParams {
+  int64_t B, H, Sq, Sk, D, Dv, G;
+  int64_t qs[4], ks[4], vs[4];
+  float scale;
+  int causal;
+  int64_t offset;
+  int64_t chunks, chunk_len;
+  float* part_ml;   // (rows * chunks, 2): m, l; null with one chunk
+  float* part_acc;  // (rows * chunks, Dv)
+};
+
+__device__ inline int64_t visible_keys(const AttnParams& p, int64_t i) {
+  if (!p.causal) return p.Sk;
+  const int64_t lim = i + p.offset + 1;
+  return lim < 0 ? 0 : (lim < p.Sk ? lim : p.Sk);
+}
+
+// NPL: head elements per lane, NPL * wave size >= max(D, Dv).
+template <typename T, int NPL>
+__global__ void __launch_bounds__(kAttnThreads) attention_kernel(const T* q, const T* k, const T* v, T* out,
+                                                                 AttnParams p) {
+  __shared__ float s_m[kAttnMaxWaves], s_l[kAttnMaxWaves];
+  __shared__ float s_acc[kAttnMaxWaves * kAttnMaxDim];
+  const int W = PF_WAVE_SIZE;
+  const int lane = threadIdx.x % W, wave = threadIdx.x / W, nwaves = blockDim.x / W;
+  const int64_t items = p.B * p.H * p.Sq * p.chunks;
+  for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
+    const int64_t r = w / p.chunks, c = w % p.chunks;
+    const int64_t i = r % p.Sq, h = (r / p.Sq) % p.H, b = r / (p.Sq * p.H), hk = h / p.G;
+    const int64_t nk = visible_keys(p, i);
+    const int64_t j0 = c * p.chunk_len;
+    const int64_t j1 = j0 + p.chunk_len < nk ? j0 + p.chunk_len : nk;
+    const T* qr = q + b * p.qs[0] + h * p.qs[1] + i * p.qs[2];
+    float qreg[NPL], acc[NPL];
+#pragma unroll
+    for (int t = 0; t < NPL; ++t) {
+      const int64_t d = lane + int64_t(t) * W;
+      qreg[t] = d < p.D ? static_cast<float>(qr[d * p.qs[3]]) * p.scale : 0.0f;
+      acc[t] = 0.0f;
+    }
+    float m = -INFINITY, l = 0.0f;
+    const T* kb = k + b * p.ks[0] + hk * p.ks[1];
+    const T* vb = v + b * p.vs[0] + hk * p.vs[1];
+    for (int64_t j = j0 + wave; j < j1; j += nwaves) {  // uniform per wave
+      const T* kr = kb + j * p.ks[2];
+      float s = 0.0f;
+#pragma unroll
+      for (int t = 0; t < NPL; ++t) {
+        const int64_t d = lane + int64_t(t) * W;
+        if (d < p.D) s += qreg[t] * static_cast<float>(kr[d * p.ks[3]]);
+      }
+      s = gpu::warp_reduce_sum(s);
+      const float mn = fmaxf(m, s);
+      const float corr = expf(m - mn), pe = expf(s - mn);
+      l = l * corr + pe;
+      const T* vr = vb + j * p.vs[2];
+#pragma unroll
+      for (int t = 0; t < NPL; ++t) {
+        const int64_t d = lane + int64_t(t) * W;
+        if (d < p.Dv) acc[t] = acc[t] * corr + pe * static_cast<float>(vr[d * p.vs[3]]);
+      }
+      m = mn;
+    }
+    if (lane == 0) {
+      s_m[wave] = m;
+      s_l[wave] = l;
+    }
+#pragma unroll
+    for (int t = 0; t < NPL; ++t) {
+      const int64_t d = lane + int64_t(t) * W;
+      if (d < p.Dv) s_acc[wave * p.Dv + d] = acc[t];
+    }
+    __syncthreads();
+    // Merge the waves. A wave that saw keys has l >= 1 (its maximum adds
+    // exp(0)) or NaN; one that saw none has l == 0 and takes no part.
+    float M = -INFINITY;
+    for (int u = 0; u < nwaves; ++u) M = s_l[u] != 0.0f ? fmaxf(M, s_m[u]) : M;
+    float L = 0.0f;
+    for (int u = 0; u < nwaves; ++u) L += s_l[u] != 0.0f ? s_l[u] * expf(s_m[u] - M) : 0.0f;
+    const bool empty = L == 0.0f;  // no keys in this row (chunk)
+    if (p.chunks == 1) {
+      T* y = out + r * p.Dv;
+      for (int64_t d = threadIdx.x; d < p.Dv; d += blockDim.x) {
+        float o = 0.0f;
+        for (int u = 0; u < nwaves; ++u) o += s_l[u] != 0.0f ? s_acc[u * p.Dv + d] * expf(s_m[u] - M) : 0.0f;
+        y[d] = empty ? T(0.0f) : T(o / L);
+      }
+    } else {
+      float* pa = p.part_acc + w * p.Dv;
+      for (int64_t d = threadIdx.x; d < p.Dv; d += blockDim.x) {
+        float o = 0.0f;
+        for (int u = 0; u < nwaves; ++u) o += s_l[u] != 0.0f ? s_acc[u * p.Dv + d] * expf(s_m[u] - M) : 0.0f;
+        pa[d] = o;
+      }
+      if (threadIdx.x == 0) {
+        p.part_ml[2 * w] = M;
+        p.part_ml[2 * w + 1] = L;
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// Merges the chunks of each row (one block per row, grid-stride).
+template <typename T>
+__global__ void attention_combine(T* out, const float* part_ml, const float* part_acc, int64_t rows,
+                                  int64_t chunks, int64_t Dv) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* ml = part_ml + r * chunks * 2;
+    float M = -INFINITY;  // chunks without keys have l == 0 and take no part
+    for (int64_t c = 0; c < chunks; ++c) M = ml[2 * c + 1] != 0.0f ? fmaxf(M, ml[2 * c]) : M;
+    float L = 0.0f;
+    for (int64_t c = 0; c < chunks; ++c) L += ml[2 * c + 1] != 0.0f ? ml[2 * c + 1] * expf(ml[2 * c] - M) : 0.0f;
+    const bool empty = L == 0.0f;
+    for (int64_t d = threadIdx.x; d < Dv; d += blockDim.x) {
+      float o = 0.0f;
+      for (int64_t c = 0; c < chunks; ++c) {
+        if (ml[2 * c + 1] != 0.0f) o += part_acc[(r * chunks + c) * Dv + d] * expf(ml[2 * c] - M);
+      }
+      out[r * Dv + d] = empty ? T(0.0f) : T(o / L);
+    }
+  }
+}
+
+template <typename T>
+void launch_attention(int npl, unsigned grid, hipStream_t stream, const T* q, const T* k, const T* v, T* out,
+                      const AttnParams& p) {
+  switch (npl) {
+    case 1: attention_kernel<T, 1><<<grid, kAttnThreads, 0, stream>>>(q, k, v, out, p); break;
+    case 2: attention_kernel<T, 2><<<grid, kAttnThreads, 0, stream>>>(q, k, v, out, p); break;
+    case 4: attention_kernel<T, 4><<<grid, kAttnThreads, 0, stream>>>(q, k, v, out, p); break;
+    case 8: attention_kernel<T, 8><<<grid, kAttnThreads, 0, stream>>>(q, k, v, out, p); break;
+    default: attention_kernel<T, 16><<<grid, kAttnThreads, 0, stream>>>(q, k, v, out, p); break;
+  }
+  PF_HIP_CHECK_LAUNCH();
+}
+
+// ---------------------------------------------------------------- GEMV
+// y[o] = sum_k x[k * xs] * w[o * ws_o + k * ws_k], float accumulation.
+
+constexpr int kGemvThreads = 256;
+
+// ws_k == 1: one wave per output, lanes along k (16-byte loads when aligned).
+template <typename T, bool kVec>
+__global__ void __launch_bounds__(kGemvThreads) gemv_rows(const T* w, int64_t ws_o, const T* x, int64_t xs,
+                                                          T* y, int64_t O, int64_t K) {
+  constexpr int V = kVec ? 16 / sizeof(T) : 1;
+  const int W = PF_WAVE_SIZE;
+  const int lane = threadIdx.x % W;
+  const int64_t waves = int64_t(gridDim.x) * (blockDim.x / W);
+  for (int64_t o = int64_t(blockIdx.x) * (blockDim.x / W) + threadIdx.x / W; o < O; o += waves) {
+    const T* wr = w + o * ws_o;
+    float s = 0.0f;
+    if constexpr (kVec) {
+      for (int64_t k0 = int64_t(lane) * V; k0 < K; k0 += int64_t(W) * V) {
+        const Pack<T, V> pw = *reinterpret_cast<const Pack<T, V>*>(wr + k0);
+        const Pack<T, V> px = *reinterpret_cast<const Pack<T, V>*>(x + k0);
+#pragma unroll
+        for (int t = 0; t < V; ++t) s += static_cast<float>(pw.v[t]) * static_cast<float>(px.v[t]);
+      }
+    } else {
+      for (int64_t k = lane; k < K; k += W) s += static_cast<float>(wr[k]) * static_cast<float>(x[k * xs]);
+    }
+    s = gpu::warp_reduce_sum(s);
+    if (lane == 0) y[o] = T(s);
+  }
+}
+
+// ws_o == 1: threads along o (coalesced), k split over 4 thread rows and
+// gridDim.y blocks; with several splits the partial sums go to `part`.
+constexpr int kGemvCols = 64, kGemvKRows = kGemvThreads / kGemvCols;
+
+template <typename T>
+__global__ void __launch_bounds__(kGemvThreads) gemv_cols(const T* w, int64_t ws_k, const T* x, int64_t xs,
+                                                          T* y, float* part, int64_t O, int64_t K) {
+  __shared__ float red[kGemvKRows][kGemvCols];
+  const int tx = threadIdx.x % kGemvCols, ty = threadIdx.x / kGemvCols;
+  const int64_t o = int64_t(blockIdx.x) * kGemvCols + tx;
+  float s = 0.0f;
+  if (o < O) {
+    const int64_t step = int64_t(gridDim.y) * kGemvKRows;
+    for (int64_t k = int64_t(blockIdx.y) * kGemvKRows + ty; k < K; k += step) {
+      s += static_cast<float>(x[k * xs]) * static_cast<float>(w[k * ws_k + o]);
+    }
+  }
+  red[ty][tx] = s;
+  __syncthreads();
+  if (ty == 0 && o < O) {
+    float t = 0.0f;
+#pragma unroll
+    for (int r = 0; r < kGemvKRows; ++r) t += red[r][tx];
+    if (part) part[int64_t(blockIdx.y) * O + o] = t;
+    else y[o] = T(t);
+  }
+}
+
+template <typename T>
+__global__ void gemv_finish(const float* part, T* y, int64_t O, int splits) {
+  PF_GRID_STRIDE(o, O) {
+    float t = 0.0f;
+    for (int s = 0; s < splits; ++s) t += part[int64_t(s) * O + o];
+    y[o] = T(t);
+  }
+}
+
+}  // namespace
+
+// The batch-1 GEMV path of matmul: (1, K) x (K, N) and (M, K) x (K, 1)
+// (batch axes of size 1) in float types, for layouts with a unit stride
+// along k or along the output. Returns false (nothing launched) otherwise,
+// and Matmul::eval_gpu goes on with BLAS.
+bool try_gemv(const std::vector<Tensor>& in, Tensor& out) {
+  if (!is_floating(out.dtype()) || in.size() != 2) return false;
+  const Tensor &a = in[0], &b = in[1];
+  const int nd = out.ndim();
+  if (nd < 2 || a.dtype() != out.dtype() || b.dtype() != out.dtype()) return false;
+  const int64_t M = out.shape()[nd - 2], N = out.shape()[nd - 1], K = a.shape()[nd - 1];
+  if (K == 0 || out.size() == 0 || out.size() != M * N || (M != 1 && N != 1)) return false;
+  const char *px, *pw;
+  int64_t xs, ws_o, ws_k, O;
+  if (M == 1) {  // x = a's row, w[o, k] = b[k, o]
+    px = static_cast<const char*>(a.raw_data());
+    xs = a.strides()[nd - 1];
+    pw = static_cast<const char*>(b.raw_data());
+    ws_o = b.strides()[nd - 1];
+    ws_k = b.strides()[nd - 2];
+    O = N;
+  } else {  // x = b's column, w = a
+    px = static_cast<const char*>(b.raw_data());
+    xs = b.strides()[nd - 2];
+    pw = static_cast<const char*>(a.raw_data());
+    ws_o = a.strides()[nd - 2];
+    ws_k = a.strides()[nd - 1];
+    O = M;
+  }
+  if (O == 1 && ws_k != 1) ws_o = 1;  // a single output: any o stride
+  const bool rows = ws_k == 1, cols = !rows && ws_o == 1;
+  if (!rows && !cols) return false;
+  DeviceContext& ctx = context(out.device().index);
+  DeviceGuard g(ctx.device);
+  const int wave = std::max(ctx.wave_size, 1);
+  dispatch_float(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = reinterpret_cast<const T*>(px);
+    const T* w = reinterpret_cast<const T*>(pw);
+    T* y = out.data<T>();
+    if (rows) {
+      constexpr int V = 16 / sizeof(T);
+      const bool vec = xs == 1 && K % V == 0 && ws_o % V == 0 && aligned16(x) && aligned16(w);
+      const int64_t per_block = kGemvThreads / wave;
+      const unsigned grid = static_cast<unsigned>(
+          std::min<int64_t>((O + per_block - 1) / per_block, int64_t(ctx.multiprocessors) * 32));
+      if (vec) gemv_rows<T, true><<<grid, kGemvThreads, 0, ctx.stream>>>(w, ws_o, x, xs, y, O, K);
+      else gemv_rows<T, false><<<grid, kGemvThreads, 0, ctx.stream>>>(w, ws_o, x, xs, y, O, K);
+      PF_HIP_CHECK_LAUNCH();
+      return;
+    }
+    const int64_t gx = (O + kGemvCols - 1) / kGemvCols;
+    const int64_t target = int64_t(ctx.multiprocessors) * 8;
+    int64_t splits = std::max<int64_t>(1, target / gx);
+    splits = std::min<int64_t>(splits, std::max<int64_t>(1, K / (kGemvKRows * 16)));
+    splits = std::min<int64_t>(splits, 65535);
+    std::shared_ptr<Buffer> part;
+    if (splits > 1) part = temp_buffer(ctx, size_t(splits) * O * sizeof(float));
+    float* pp = part ? static_cast<float*>(part->ptr) : nullptr;
+    gemv_cols<T><<<dim3(unsigned(gx), unsigned(splits)), kGemvThreads, 0, ctx.stream>>>(w, ws_k, x, xs, y, pp, O, K);
+    PF_HIP_CHECK_LAUNCH();
+    if (pp) {
+      gemv_finish<T><<<grid_for(ctx, O, kThreads), kThreads, 0, ctx.stream>>>(pp, y, O, int(splits));
+      PF_HIP_CHECK_LAUNCH();
+    }
+  });
+  return true;
+}
+
+}  // namespace pyflame::backend::rocm
+
+namespace pyflame {
+
+using namespace backend::rocm;
+
+void Rope::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
+  DeviceContext& ctx = context(out.device().index);
+  DeviceGuard g(ctx.device);
+  const int64_t D = out.shape().back();
+  if (D == 0) return;
+  const int64_t half = D / 2, rows = out.size() / D;
+  const int64_t S = out.ndim() >= 2 ? out.shape()[out.ndim() - 2] : 1;
+  // The frequency table, computed on the host as the CPU backend does.
+  std::vector<float> inv(half);
+  for (int64_t j = 0; j < half; ++j) inv[j] = inv_freq(theta, j, D);
+  const size_t bytes = half * sizeof(float);
+  auto table = temp_buffer(ctx, bytes);
+  PinnedMemoryPool& pool = get_pinned_pool();
+  void* staging = pool.acquire(bytes);
+  std::memcpy(staging, inv.data(), bytes);
+  hipError_t err = hipMemcpyAsync(table->ptr, staging, bytes, hipMemcpyHostToDevice, ctx.stream);
+  if (err == hipSuccess) {
+    pool.release_after(staging, ctx.stream);
+  } else {
+    pool.release(staging);
+    PF_HIP_CHECK(err);
+  }
+  Indexer<1> pix;
+  const float* pos = nullptr;
+  if (has_positions) {
+    pix = make_indexer<1>(in[1].shape(), {&in[1].strides()}, name());
+    pos = in[1].data<float>();
+  }
+  const int64_t n = rows * half;
+  dispatch_float(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    rope_kernel<T><<<grid_for(ctx, n, kThreads), kThreads, 0, ctx.stream>>>(
+        out.data<T>(), in[0].data<T>(), static_cast<const float*>(table->ptr), pos, pix, has_positions,
+        interleaved, offset, S, D, n);
+    PF_HIP_CHECK_LAUNCH();
+  });
+}
+
+void Attention::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
+  DeviceContext& ctx = context(out.device().index);
+  DeviceGuard g(ctx.device);
+  const Tensor &q = in[0], &k = in[1], &v = in[2];
+  AttnParams p{};
+  p.B = q.shape()[0];
+  p.H = q.shape()[1];
+  p.Sq = q.shape()[2];
+  p.D = q.shape()[3];
+  p.Sk = k.shape()[2];
+  p.Dv = v.shape()[3];
+  p.G = p.H / k.shape()[1];
+  for (int d = 0; d < 4; ++d) {
+    p.qs[d] = q.strides()[d];
+    p.ks[d] = k.strides()[d];
+    p.vs[d] = v.strides()[d];
+  }
+  p.scale = scale;
+  p.causal = causal ? 1 : 0;
+  p.offset = causal_offset;
+  const int64_t maxd = std::max(p.D, p.Dv);
+  if (maxd > kAttnMaxDim) {
+    throw RuntimeError(errmsg(name(), "head dimension above 512 is not supported by the fused kernel"));
+  }
+  // Elements per lane for the narrowest wave (32), so any wave size fits.
+  const int64_t need = (maxd + gpu::kMinWaveSize - 1) / gpu::kMinWaveSize;
+  const int npl = need <= 1 ? 1 : need <= 2 ? 2 : need <= 4 ? 4 : need <= 8 ? 8 : 16;
+  const int64_t rows = p.B * p.H * p.Sq;
+  // Split the keys into chunks when the rows alone leave the GPU idle.
+  constexpr int64_t kMinChunk = 64;
+  const int64_t target = int64_t(ctx.multiprocessors) * 4;
+  int64_t chunks = 1;
+  if (rows < target && p.Sk >= 2 * kMinChunk) {
+    chunks = std::min((target + rows - 1) / rows, (p.Sk + kMinChunk - 1) / kMinChunk);
+  }
+  p.chunks = chunks;
+  p.chunk_len = (p.Sk + chunks - 1) / chunks;
+  std::shared_ptr<Buffer> part_ml, part_acc;
+  if (chunks > 1) {
+    part_ml = temp_buffer(ctx, size_t(rows * chunks) * 2 * sizeof(float));
+    part_acc = temp_buffer(ctx, size_t(rows * chunks * p.Dv) * sizeof(float));
+    p.part_ml = static_cast<float*>(part_ml->ptr);
+    p.part_acc = static_cast<float*>(part_acc->ptr);
+  }
+  const int64_t items = rows * chunks;
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(items, int64_t(ctx.multiprocessors) * 16));
+  dispatch_float(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    launch_attention<T>(npl, grid, ctx.stream, q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(), p);
+    if (chunks > 1) {
+      const unsigned cgrid = static_cast<unsigned>(std::min<int64_t>(rows, int64_t(ctx.multiprocessors) * 16));
+      attention_combine<T><<<cgrid, kAttnThreads, 0, ctx.stream>>>(out.data<T>(), p.part_ml, p.part_acc, rows,
+                                                                    chunks, p.Dv);
+      PF_HIP_CHECK_LAUNCH();
+    }
+  });
+}
+
+}  // namespace pyflame
