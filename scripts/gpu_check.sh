@@ -12,7 +12,7 @@ ROOT=$PWD
 LOG=${OUT:-$ROOT/build/gpu-logs}
 mkdir -p "$LOG"
 PY=${PYTHON:-python3}
-STEPS=${STEPS:-"build cpp py memcheck racecheck demo bench"}
+STEPS=${STEPS:-"build cpp py memcheck racecheck pysan demo bench"}
 export PYTHONUNBUFFERED=1
 
 # The system compiler: a toolchain that links libstdc++ statically into the
@@ -56,6 +56,14 @@ has memcheck && run_step memcheck compute-sanitizer --tool memcheck --error-exit
   build/gpu/pyflame_tests --gtest_filter="$SAN_FILTER"
 has racecheck && run_step racecheck compute-sanitizer --tool racecheck --error-exitcode 3 \
   build/gpu/pyflame_tests --gtest_filter="$SAN_FILTER"
+# The op families' GPU kernels, driven from their Python tests (rocm cases).
+PYSAN_TESTS="tests/python/test_norm.py tests/python/test_loss.py tests/python/test_index.py
+  tests/python/test_llm.py tests/python/test_softmax.py tests/python/test_conv.py
+  tests/python/test_pool.py tests/python/test_batch_norm.py"
+has pysan && run_step pysan-mem env PYFLAME_TEST_DEVICES=rocm compute-sanitizer --tool memcheck \
+  --error-exitcode 3 "$PY" -m pytest $PYSAN_TESTS -q -x -p no:cacheprovider
+has pysan && run_step pysan-race env PYFLAME_TEST_DEVICES=rocm compute-sanitizer --tool racecheck \
+  --error-exitcode 3 "$PY" -m pytest $PYSAN_TESTS -q -x -p no:cacheprovider
 has demo && run_step demo "$PY" examples/demo.py --device rocm
 if has bench && [ -f benchmarks/rocm_benchmark.py ]; then
   run_step bench "$PY" benchmarks/rocm_benchmark.py --all --compare torch --json "$LOG/bench.json"

@@ -103,3 +103,61 @@ def test_softmax_empty_and_errors(device):
         pf.softmax(pf.zeros((2, 3)), 2)
     with pytest.raises(ValueError, match=r"^\[log_softmax\]"):
         pf.log_softmax(pf.tensor(1.0))
+
+
+# Row lengths that reach every GPU path (16-byte slots: 4 float32 or 8 16-bit
+# values when the length and the pointers allow, single elements otherwise):
+# grouped rows of 4/16/32 lanes with 1/2/4/8 slots per lane (<= 256 slots),
+# one cached block per row with 4 or 8 slots per thread (<= 512 x 8 slots),
+# and the three-pass kernel for longer rows. Many rows for short lengths, so
+# that blocks of several rows end part-full.
+ROW_LENGTHS = [1, 3, 4, 8, 31, 64, 100, 128, 200, 250, 256, 1000, 1001, 1024, 3001, 4096, 4097,
+               20000, 70000]
+
+
+def _rows_for(cols):
+    return 67 if cols <= 256 else 9 if cols <= 4097 else 2
+
+
+@pytest.mark.parametrize("cols", ROW_LENGTHS)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("name", list(FNS))
+def test_softmax_row_lengths(device, name, dtype, cols):
+    fn, ref = FNS[name]
+    x = random_array((_rows_for(cols), cols), dtype, -8, 8)
+    x[0, cols // 2] = 40.0 if dtype != "float16" else 11.0  # one dominant entry
+    x = rounded(x, dtype)
+    out = fn(make_tensor(x, dtype), -1)
+    atol = 1e-7 if dtype == "float32" else None
+    assert_close(out, ref(x, -1), dtype, atol=atol, device=device)
+    if name == "softmax":
+        np.testing.assert_allclose(out.numpy().astype(np.float64).sum(axis=-1), 1.0,
+                                   rtol={"float32": 1e-4, "float16": 1e-2, "bfloat16": 5e-2}[dtype])
+
+
+@pytest.mark.parametrize("name", list(FNS))
+def test_softmax_unaligned_rows(device, name):
+    # A view whose data starts 4 bytes into its buffer: rows of a vector
+    # multiple that are not 16-byte aligned take the element-wise slots.
+    fn, ref = FNS[name]
+    for cols in (64, 2048):
+        x = random_array((2 * cols + 1,), "float32", -5, 5)
+        t = make_tensor(x, "float32")[1:]
+        xv = x[1:]
+        assert_close(fn(t, -1), ref(xv, -1), "float32", atol=1e-7, device=device)
+        assert_close(fn(t.reshape((2, cols)), -1), ref(xv.reshape(2, cols), -1), "float32",
+                     atol=1e-7, device=device)
+
+
+@pytest.mark.parametrize("name", list(FNS))
+def test_softmax_rows_with_inf_nan_each_path(device, name):
+    fn, ref = FNS[name]
+    for cols in (5, 64, 1000, 4096, 70000):
+        x = random_array((4, cols), "float32", -3, 3)
+        x[0, 1] = -np.inf
+        x[1, :] = -np.inf
+        x[1, cols - 1] = 2.0  # one finite entry
+        x[2, cols // 2] = np.nan
+        with np.errstate(invalid="ignore"):
+            want = ref(x, -1)
+        assert_close(fn(make_tensor(x, "float32"), -1), want, "float32", atol=1e-7, device=device)
