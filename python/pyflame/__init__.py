@@ -27,6 +27,7 @@ from .ops import (  # noqa: F401
 )
 from . import _tensor_methods  # noqa: F401  (adds methods and repr to Tensor)
 from . import backend  # noqa: F401
+from . import nn  # noqa: F401
 
 float32 = Dtype.float32
 float16 = Dtype.float16

@@ -156,6 +156,13 @@ TEST_F(Gpu, MatmulMatchesCpu) {
               {randint(-9, 9, {2, 7, 5}, Dtype::Int32, Device::cpu()), randint(-9, 9, {5, 3}, Dtype::Int32, Device::cpu())});
 }
 
+TEST_F(Gpu, TransposeMaterializesThroughGeamAndCopyKernels) {
+  expect_same([](auto& v) { return contiguous(transpose(v[0], {})); }, {rnd({37, 129})});  // BLAS geam
+  expect_same([](auto& v) { return reshape(transpose(v[0], {}), {-1}); }, {rnd({64, 3})});
+  expect_same([](auto& v) { return contiguous(transpose(v[0], {})); }, {rnd({5, 7}, Dtype::Float16)});
+  expect_same([](auto& v) { return contiguous(transpose(v[0], {2, 0, 1})); }, {rnd({4, 5, 6})});
+}
+
 TEST_F(Gpu, DataStaysOnDeviceAndRoundTrips) {
   Tensor x = rnd({123, 45});
   Tensor g = to_device(x, gpu);

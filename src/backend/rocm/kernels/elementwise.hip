@@ -2,6 +2,7 @@
 // Inputs arrive broadcast to the output shape; contiguous and scalar inputs
 // take a vectorized path, any other layout an indexed one.
 #include "backend/elementwise_math.h"
+#include "backend/rocm/blas.h"
 #include "backend/rocm/kernels/common.h"
 #include "pyflame/backend/rocm.h"
 
@@ -161,6 +162,22 @@ std::shared_ptr<Buffer> temp_buffer(DeviceContext& ctx, size_t bytes) {
   return allocate_buffer(ctx.device, bytes);
 }
 
+// Materializes a transposed float32 matrix (a .T view) with BLAS geam, the
+// library's tuned out-of-place transpose. False for any other layout.
+bool transpose_with_geam(const Tensor& x, Tensor& out, DeviceContext& ctx) {
+  if (x.dtype() != Dtype::Float32 || x.ndim() != 2) return false;
+  const int64_t rows = x.shape()[0], cols = x.shape()[1];
+  if (rows < 2 || cols < 2 || x.strides()[0] != 1 || x.strides()[1] != rows) return false;
+  if (rows > INT32_MAX || cols > INT32_MAX) return false;
+  // Row-major out (rows x cols) is column-major (cols x rows); the input's
+  // memory is column-major (cols x rows) transposed, i.e. column-major rows x cols.
+  // B = C with beta 0 is the libraries' documented in-place form: B is not read.
+  float* c = out.data<float>();
+  get_blas(ctx.device).geam(Trans::T, Trans::N, int(cols), int(rows), 1.0f, x.data<float>(), int(rows), 0.0f, c,
+                            int(cols), c, int(cols));
+  return true;
+}
+
 }  // namespace pyflame::backend::rocm
 
 namespace pyflame {
@@ -215,7 +232,9 @@ void AsType::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   DeviceContext& ctx = context(out.device().index);
   DeviceGuard g(ctx.device);
   if (in[0].dtype() == out.dtype()) {
-    copy_strided(out.dtype(), in[0].raw_data(), out.shape(), in[0].strides(), out.raw_data(), ctx);
+    if (!transpose_with_geam(in[0], out, ctx)) {
+      copy_strided(out.dtype(), in[0].raw_data(), out.shape(), in[0].strides(), out.raw_data(), ctx);
+    }
     return;
   }
   dispatch(in[0].dtype(), [&](auto from) {

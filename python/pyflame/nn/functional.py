@@ -1,0 +1,100 @@
+"""Functional ops in the shape of ``torch.nn.functional``: ``import
+pyflame.nn.functional as F``.
+
+Most names are the core ops themselves (``F.conv2d is pf.conv2d``), resolved
+when first used, so this module imports even in a build that lacks some of
+them; using a missing one raises AttributeError naming the op. A few are
+defined here: ``linear``, ``softmax``/``log_softmax`` with torch's ``dim``
+argument, ``flatten`` and ``binary_cross_entropy`` (an alias of ``bce_loss``).
+"""
+import sys
+import warnings
+
+from .. import _core
+from .parameter import Parameter
+
+# Names forwarded to pf.<name> (torch.nn.functional semantics).
+_FORWARDED = (
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+    "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "batch_norm", "layer_norm", "group_norm", "rms_norm",
+    "mse_loss", "cross_entropy", "nll_loss", "bce_loss",
+    "embedding", "dropout", "pad", "scaled_dot_product_attention",
+    "relu", "gelu", "silu", "sigmoid", "tanh",
+)
+_ALIASES = {"binary_cross_entropy": "bce_loss"}
+
+__all__ = list(_FORWARDED) + list(_ALIASES) + [
+    "linear", "softmax", "log_softmax", "flatten"]
+
+
+def _lookup(name):
+    pkg = sys.modules.get("pyflame")
+    fn = getattr(pkg, name, None) if pkg is not None else None
+    if fn is None:
+        fn = getattr(_core, name, None)
+    return fn
+
+
+def __getattr__(name):
+    if name in _FORWARDED or name in _ALIASES:
+        target = _ALIASES.get(name, name)
+        fn = _lookup(target)
+        if fn is None:
+            raise AttributeError(f"pyflame.nn.functional.{name}: the op pf.{target} is not "
+                                 "available in this build of pyflame")
+        globals()[name] = fn
+        return fn
+    raise AttributeError(f"module 'pyflame.nn.functional' has no attribute '{name}'")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
+
+def linear(input, weight, bias=None):  # noqa: A002  (torch's argument name)
+    """``input @ weight.T + bias`` with weight of shape (out_features,
+    in_features) and bias (out_features,); input (..., in_features)."""
+    input, weight, bias = (a.data if isinstance(a, Parameter) else a
+                           for a in (input, weight, bias))
+    if not isinstance(weight, _core.Tensor) or weight.ndim != 2:
+        shape = getattr(weight, "shape", None)
+        raise ValueError(f"[linear] weight must be a 2-D tensor (out_features, in_features), "
+                         f"got {type(weight).__name__} of shape {shape}")
+    if isinstance(input, _core.Tensor):
+        if input.ndim == 0 or input.shape[-1] != weight.shape[1]:
+            raise ValueError(f"[linear] input of shape {tuple(input.shape)} does not end in "
+                             f"in_features={weight.shape[1]} (weight {tuple(weight.shape)})")
+    out = _core.matmul(input, weight.T)
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def _implicit_dim(name, ndim):
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. "
+                  "Change the call to include dim=X as an argument.", stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, dtype=None):  # noqa: A002
+    """softmax along ``dim`` (torch's implicit dim, with its warning, if None)."""
+    if dtype is not None:
+        input = input.astype(dtype)
+    if dim is None:
+        dim = _implicit_dim("softmax", input.ndim)
+    return _core.softmax(input, dim)
+
+
+def log_softmax(input, dim=None, dtype=None):  # noqa: A002
+    if dtype is not None:
+        input = input.astype(dtype)
+    if dim is None:
+        dim = _implicit_dim("log_softmax", input.ndim)
+    return _core.log_softmax(input, dim)
+
+
+def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
+    return _core.flatten(input, start_dim, end_dim)

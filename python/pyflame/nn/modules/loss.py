@@ -1,0 +1,69 @@
+"""Loss modules: MSELoss, CrossEntropyLoss, NLLLoss, BCELoss."""
+from ... import _core
+from .. import functional as F
+from ..parameter import Parameter
+from ._utils import check_reduction
+from .module import Module
+
+
+class _Loss(Module):
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        self.reduction = check_reduction(reduction, type(self).__name__)
+
+
+class _WeightedLoss(_Loss):
+    # The class weight is a buffer (in state_dict when given), as in torch.
+    def __init__(self, weight=None, reduction="mean"):
+        super().__init__(reduction)
+        if isinstance(weight, Parameter):
+            weight = weight.data
+        if weight is not None and not isinstance(weight, _core.Tensor):
+            raise TypeError(f"[{type(self).__name__}] weight must be a pyflame.Tensor or None, "
+                            f"got {type(weight).__name__}")
+        self.register_buffer("weight", weight)
+
+
+class MSELoss(_Loss):
+    """(input - target)^2, reduced by 'mean' (default), 'sum' or 'none'."""
+
+    def forward(self, input, target):  # noqa: A002
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class CrossEntropyLoss(_WeightedLoss):
+    """Cross entropy of logits (N, C[, d...]) against class indices (N[, d...]);
+    options weight (C,), ignore_index, reduction, label_smoothing."""
+
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+        super().__init__(weight, reduction)
+        if not 0.0 <= label_smoothing <= 1.0:
+            raise ValueError(f"[CrossEntropyLoss] label_smoothing must be between 0.0 and 1.0, "
+                             f"got {label_smoothing}")
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+
+    def forward(self, input, target):  # noqa: A002
+        return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)
+
+
+class NLLLoss(_WeightedLoss):
+    """Negative log likelihood of log-probabilities (N, C[, d...]) against class
+    indices; options weight, ignore_index, reduction."""
+
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean"):
+        super().__init__(weight, reduction)
+        self.ignore_index = ignore_index
+
+    def forward(self, input, target):  # noqa: A002
+        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
+
+
+class BCELoss(_WeightedLoss):
+    """Binary cross entropy of probabilities against targets in [0, 1];
+    optional elementwise rescaling weight (broadcast to the input)."""
+
+    def forward(self, input, target):  # noqa: A002
+        return F.bce_loss(input, target, weight=self.weight, reduction=self.reduction)
