@@ -236,22 +236,93 @@ void set_conv_descs(ConvDescs& D, const Lifted& L, Dtype dt, int64_t groups) {
   PF_DNN_CHECK(miopenSetConvolutionGroupCount(D.conv.d, static_cast<int>(groups)));
 }
 
-void conv_forward_chunk(DeviceContext& ctx, const ConvProblem& p, const void* x, const void* w, void* y) {
-  const char* fn = "conv";
+// Per-direction MIOpen calls for conv_chunk. The output is y for the forward
+// pass and x for the backward-data pass (conv_transpose).
+struct ConvFwd {
+  using XPtr = const void*;
+  using YPtr = void*;
+  static constexpr const char* fn = "conv";
+  static constexpr const char* key_prefix = "conv_fwd";
+  static miopenStatus_t solution_workspace(DnnHandle& H, const ConvDescs& D, uint64_t solution, size_t* ws) {
+    return miopenConvolutionForwardGetSolutionWorkspaceSize(H.h, D.w.d, D.x.d, D.conv.d, D.y.d, solution, ws);
+  }
+  static void find_workspace(DnnHandle& H, const ConvDescs& D, size_t& find_ws) {
+    PF_DNN_CHECK(miopenConvolutionForwardGetWorkSpaceSize(H.h, D.w.d, D.x.d, D.conv.d, D.y.d, &find_ws));
+  }
+  static void find(DnnHandle& H, const ConvDescs& D, XPtr x, const void* w, YPtr y, miopenConvAlgoPerf_t* perf,
+                   int& n, const std::shared_ptr<Buffer>& buf, size_t find_ws) {
+    PF_DNN_CHECK(miopenFindConvolutionForwardAlgorithm(H.h, D.x.d, x, D.w.d, w, D.conv.d, D.y.d, y, 8, &n, perf,
+                                                       ptr_of(buf), find_ws, true));
+  }
+  static void solution_count(DnnHandle& H, const ConvDescs& D, size_t& count) {
+    PF_DNN_CHECK(miopenConvolutionForwardGetSolutionCount(H.h, D.w.d, D.x.d, D.conv.d, D.y.d, &count));
+  }
+  static void solutions(DnnHandle& H, const ConvDescs& D, std::vector<miopenConvSolution_t>& sols, size_t& count) {
+    PF_DNN_CHECK(miopenConvolutionForwardGetSolution(H.h, D.w.d, D.x.d, D.conv.d, D.y.d, sols.size(), &count,
+                                                     sols.data()));
+  }
+  static void compile(DnnHandle& H, const ConvDescs& D, uint64_t solution) {
+    PF_DNN_CHECK(miopenConvolutionForwardCompileSolution(H.h, D.w.d, D.x.d, D.conv.d, D.y.d, solution));
+  }
+  static void run(DnnHandle& H, const ConvDescs& D, XPtr x, const void* w, YPtr y, const std::shared_ptr<Buffer>& buf,
+                  size_t ws, uint64_t solution) {
+    PF_DNN_CHECK(miopenConvolutionForwardImmediate(H.h, D.w.d, w, D.x.d, x, D.conv.d, D.y.d, y, ptr_of(buf), ws,
+                                                   solution));
+  }
+};
+
+struct ConvBwdData {
+  using XPtr = void*;
+  using YPtr = const void*;
+  static constexpr const char* fn = "conv_transpose";
+  static constexpr const char* key_prefix = "conv_bwd_data";
+  static miopenStatus_t solution_workspace(DnnHandle& H, const ConvDescs& D, uint64_t solution, size_t* ws) {
+    return miopenConvolutionBackwardDataGetSolutionWorkspaceSize(H.h, D.y.d, D.w.d, D.conv.d, D.x.d, solution, ws);
+  }
+  static void find_workspace(DnnHandle& H, const ConvDescs& D, size_t& find_ws) {
+    PF_DNN_CHECK(miopenConvolutionBackwardDataGetWorkSpaceSize(H.h, D.y.d, D.w.d, D.conv.d, D.x.d, &find_ws));
+  }
+  static void find(DnnHandle& H, const ConvDescs& D, XPtr x, const void* w, YPtr y, miopenConvAlgoPerf_t* perf,
+                   int& n, const std::shared_ptr<Buffer>& buf, size_t find_ws) {
+    PF_DNN_CHECK(miopenFindConvolutionBackwardDataAlgorithm(H.h, D.y.d, y, D.w.d, w, D.conv.d, D.x.d, x, 8, &n,
+                                                            perf, ptr_of(buf), find_ws, true));
+  }
+  static void solution_count(DnnHandle& H, const ConvDescs& D, size_t& count) {
+    PF_DNN_CHECK(miopenConvolutionBackwardDataGetSolutionCount(H.h, D.y.d, D.w.d, D.conv.d, D.x.d, &count));
+  }
+  static void solutions(DnnHandle& H, const ConvDescs& D, std::vector<miopenConvSolution_t>& sols, size_t& count) {
+    PF_DNN_CHECK(miopenConvolutionBackwardDataGetSolution(H.h, D.y.d, D.w.d, D.conv.d, D.x.d, sols.size(), &count,
+                                                          sols.data()));
+  }
+  static void compile(DnnHandle& H, const ConvDescs& D, uint64_t solution) {
+    PF_DNN_CHECK(miopenConvolutionBackwardDataCompileSolution(H.h, D.y.d, D.w.d, D.conv.d, D.x.d, solution));
+  }
+  static void run(DnnHandle& H, const ConvDescs& D, XPtr x, const void* w, YPtr y, const std::shared_ptr<Buffer>& buf,
+                  size_t ws, uint64_t solution) {
+    PF_DNN_CHECK(miopenConvolutionBackwardDataImmediate(H.h, D.y.d, y, D.w.d, w, D.conv.d, D.x.d, x, ptr_of(buf), ws,
+                                                        solution));
+  }
+};
+
+// Solution selection shared by both directions: tuning-cache hit, else
+// (optionally) Find to fill MIOpen's find-db, then GetSolution, compile, cache.
+template <class Dir>
+void conv_chunk(DeviceContext& ctx, const ConvProblem& p, typename Dir::XPtr x, const void* w,
+                typename Dir::YPtr y) {
+  const char* fn = Dir::fn;
   const Lifted L = lift(p, fn);
   ConvDescs D;
   set_conv_descs(D, L, p.dtype, p.groups);
   DnnHandle& H = handle_for(ctx);
   std::lock_guard lk(H.mu);
   MIOpenTuningCache& cache = get_tuning_cache();
-  const std::string key = conv_key("conv_fwd", L, p.dtype, p.groups, ctx.device);
+  const std::string key = conv_key(Dir::key_prefix, L, p.dtype, p.groups, ctx.device);
   uint64_t solution = 0;
   size_t ws = 0;
   bool have = false;
   if (auto e = cache.lookup(key)) {
     solution = e->algo;
-    have = miopenConvolutionForwardGetSolutionWorkspaceSize(H.h, D.w.d, D.x.d, D.conv.d, D.y.d, solution, &ws) ==
-           miopenStatusSuccess;
+    have = Dir::solution_workspace(H, D, solution, &ws) == miopenStatusSuccess;
   }
   if (!have) {
     const bool exhaustive = cache.exhaustive_search();
@@ -259,18 +330,16 @@ void conv_forward_chunk(DeviceContext& ctx, const ConvProblem& p, const void* x,
       // Find times the candidates and records them in MIOpen's find-db,
       // which GetSolution then ranks by.
       size_t find_ws = 0;
-      PF_DNN_CHECK(miopenConvolutionForwardGetWorkSpaceSize(H.h, D.w.d, D.x.d, D.conv.d, D.y.d, &find_ws));
+      Dir::find_workspace(H, D, find_ws);
       auto buf = search_workspace(ctx, find_ws);
       miopenConvAlgoPerf_t perf[8];
       int n = 0;
-      PF_DNN_CHECK(miopenFindConvolutionForwardAlgorithm(H.h, D.x.d, x, D.w.d, w, D.conv.d, D.y.d, y, 8, &n, perf,
-                                                         ptr_of(buf), find_ws, true));
+      Dir::find(H, D, x, w, y, perf, n, buf, find_ws);
     }
     size_t count = 0;
-    PF_DNN_CHECK(miopenConvolutionForwardGetSolutionCount(H.h, D.w.d, D.x.d, D.conv.d, D.y.d, &count));
+    Dir::solution_count(H, D, count);
     std::vector<miopenConvSolution_t> sols(std::max<size_t>(count, 1));
-    PF_DNN_CHECK(miopenConvolutionForwardGetSolution(H.h, D.w.d, D.x.d, D.conv.d, D.y.d, sols.size(), &count,
-                                                     sols.data()));
+    Dir::solutions(H, D, sols, count);
     size_t pick = count;
     for (size_t i = 0; i < count && pick == count; ++i) {
       if (sols[i].workspace_size <= kMaxWorkspace) pick = i;
@@ -278,60 +347,19 @@ void conv_forward_chunk(DeviceContext& ctx, const ConvProblem& p, const void* x,
     if (pick == count) throw RuntimeError(errmsg(fn, "MIOpen has no solution for this convolution: " + key));
     solution = sols[pick].solution_id;
     ws = sols[pick].workspace_size;
-    PF_DNN_CHECK(miopenConvolutionForwardCompileSolution(H.h, D.w.d, D.x.d, D.conv.d, D.y.d, solution));
+    Dir::compile(H, D, solution);
     cache.insert(key, {solution, ws, 0, exhaustive});
   }
   auto buf = run_workspace(ctx, ws);
-  PF_DNN_CHECK(miopenConvolutionForwardImmediate(H.h, D.w.d, w, D.x.d, x, D.conv.d, D.y.d, y, ptr_of(buf), ws,
-                                                 solution));
+  Dir::run(H, D, x, w, y, buf, ws, solution);
+}
+
+void conv_forward_chunk(DeviceContext& ctx, const ConvProblem& p, const void* x, const void* w, void* y) {
+  conv_chunk<ConvFwd>(ctx, p, x, w, y);
 }
 
 void conv_backward_data_chunk(DeviceContext& ctx, const ConvProblem& p, void* x, const void* w, const void* y) {
-  const char* fn = "conv_transpose";
-  const Lifted L = lift(p, fn);
-  ConvDescs D;
-  set_conv_descs(D, L, p.dtype, p.groups);
-  DnnHandle& H = handle_for(ctx);
-  std::lock_guard lk(H.mu);
-  MIOpenTuningCache& cache = get_tuning_cache();
-  const std::string key = conv_key("conv_bwd_data", L, p.dtype, p.groups, ctx.device);
-  uint64_t solution = 0;
-  size_t ws = 0;
-  bool have = false;
-  if (auto e = cache.lookup(key)) {
-    solution = e->algo;
-    have = miopenConvolutionBackwardDataGetSolutionWorkspaceSize(H.h, D.y.d, D.w.d, D.conv.d, D.x.d, solution,
-                                                                 &ws) == miopenStatusSuccess;
-  }
-  if (!have) {
-    const bool exhaustive = cache.exhaustive_search();
-    if (exhaustive) {
-      size_t find_ws = 0;
-      PF_DNN_CHECK(miopenConvolutionBackwardDataGetWorkSpaceSize(H.h, D.y.d, D.w.d, D.conv.d, D.x.d, &find_ws));
-      auto buf = search_workspace(ctx, find_ws);
-      miopenConvAlgoPerf_t perf[8];
-      int n = 0;
-      PF_DNN_CHECK(miopenFindConvolutionBackwardDataAlgorithm(H.h, D.y.d, y, D.w.d, w, D.conv.d, D.x.d, x, 8, &n,
-                                                              perf, ptr_of(buf), find_ws, true));
-    }
-    size_t count = 0;
-    PF_DNN_CHECK(miopenConvolutionBackwardDataGetSolutionCount(H.h, D.y.d, D.w.d, D.conv.d, D.x.d, &count));
-    std::vector<miopenConvSolution_t> sols(std::max<size_t>(count, 1));
-    PF_DNN_CHECK(miopenConvolutionBackwardDataGetSolution(H.h, D.y.d, D.w.d, D.conv.d, D.x.d, sols.size(), &count,
-                                                          sols.data()));
-    size_t pick = count;
-    for (size_t i = 0; i < count && pick == count; ++i) {
-      if (sols[i].workspace_size <= kMaxWorkspace) pick = i;
-    }
-    if (pick == count) throw RuntimeError(errmsg(fn, "MIOpen has no solution for this convolution: " + key));
-    solution = sols[pick].solution_id;
-    ws = sols[pick].workspace_size;
-    PF_DNN_CHECK(miopenConvolutionBackwardDataCompileSolution(H.h, D.y.d, D.w.d, D.conv.d, D.x.d, solution));
-    cache.insert(key, {solution, ws, 0, exhaustive});
-  }
-  auto buf = run_workspace(ctx, ws);
-  PF_DNN_CHECK(miopenConvolutionBackwardDataImmediate(H.h, D.y.d, y, D.w.d, w, D.conv.d, D.x.d, x, ptr_of(buf), ws,
-                                                      solution));
+  conv_chunk<ConvBwdData>(ctx, p, x, w, y);
 }
 
 bool pool_forward_impl(DeviceContext& ctx, Dtype dtype, PoolMode mode, const std::vector<int>& xd,
@@ -489,122 +517,135 @@ const Perf* first_usable(const Perf* perf, int n, size_t limit) {
   return nullptr;
 }
 
-void conv_forward_chunk(DeviceContext& ctx, const ConvProblem& p, const void* x, const void* w, void* y) {
-  const char* fn = "conv";
+// Per-direction cuDNN calls for conv_chunk. The output is y for the forward
+// pass and x for the backward-data pass (conv_transpose).
+struct ConvFwd {
+  using XPtr = const void*;
+  using YPtr = void*;
+  using Algo = cudnnConvolutionFwdAlgo_t;
+  using Perf = cudnnConvolutionFwdAlgoPerf_t;
+  static constexpr int kAlgoCount = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+  static constexpr const char* fn = "conv";
+  static constexpr const char* key_prefix = "conv_fwd";
+  static cudnnStatus_t workspace(DnnHandle& H, const ConvDescs& D, Algo algo, size_t* ws) {
+    return cudnnGetConvolutionForwardWorkspaceSize(H.h, D.x.d, D.w.d, D.conv.d, D.y.d, algo, ws);
+  }
+  static void workspace_checked(DnnHandle& H, const ConvDescs& D, Algo algo, size_t& ws) {
+    PF_DNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(H.h, D.x.d, D.w.d, D.conv.d, D.y.d, algo, &ws));
+  }
+  static void find(DnnHandle& H, const ConvDescs& D, XPtr x, const void* w, YPtr y, Perf* perf, int& n,
+                   const std::shared_ptr<Buffer>& buf, size_t find_ws) {
+    PF_DNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(H.h, D.x.d, x, D.w.d, w, D.conv.d, D.y.d, y,
+                                                        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ptr_of(buf),
+                                                        find_ws));
+  }
+  static void get(DnnHandle& H, const ConvDescs& D, Perf* perf, int& n) {
+    PF_DNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(H.h, D.x.d, D.w.d, D.conv.d, D.y.d,
+                                                        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf));
+  }
+  static void run(DnnHandle& H, const ConvDescs& D, XPtr x, const void* w, YPtr y, Algo algo,
+                  const std::shared_ptr<Buffer>& buf, size_t ws) {
+    const float alpha = 1.0f, beta = 0.0f;
+    PF_DNN_CHECK(cudnnConvolutionForward(H.h, &alpha, D.x.d, x, D.w.d, w, D.conv.d, algo, ptr_of(buf), ws, &beta,
+                                         D.y.d, y));
+  }
+};
+
+struct ConvBwdData {
+  using XPtr = void*;
+  using YPtr = const void*;
+  using Algo = cudnnConvolutionBwdDataAlgo_t;
+  using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
+  static constexpr int kAlgoCount = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+  static constexpr const char* fn = "conv_transpose";
+  static constexpr const char* key_prefix = "conv_bwd_data";
+  static cudnnStatus_t workspace(DnnHandle& H, const ConvDescs& D, Algo algo, size_t* ws) {
+    return cudnnGetConvolutionBackwardDataWorkspaceSize(H.h, D.w.d, D.y.d, D.conv.d, D.x.d, algo, ws);
+  }
+  static void workspace_checked(DnnHandle& H, const ConvDescs& D, Algo algo, size_t& ws) {
+    PF_DNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(H.h, D.w.d, D.y.d, D.conv.d, D.x.d, algo, &ws));
+  }
+  static void find(DnnHandle& H, const ConvDescs& D, XPtr x, const void* w, YPtr y, Perf* perf, int& n,
+                   const std::shared_ptr<Buffer>& buf, size_t find_ws) {
+    PF_DNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(H.h, D.w.d, w, D.y.d, y, D.conv.d, D.x.d, x,
+                                                             CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf,
+                                                             ptr_of(buf), find_ws));
+  }
+  static void get(DnnHandle& H, const ConvDescs& D, Perf* perf, int& n) {
+    PF_DNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(H.h, D.w.d, D.y.d, D.conv.d, D.x.d,
+                                                             CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf));
+  }
+  static void run(DnnHandle& H, const ConvDescs& D, XPtr x, const void* w, YPtr y, Algo algo,
+                  const std::shared_ptr<Buffer>& buf, size_t ws) {
+    const float alpha = 1.0f, beta = 0.0f;
+    PF_DNN_CHECK(cudnnConvolutionBackwardData(H.h, &alpha, D.w.d, w, D.y.d, y, D.conv.d, algo, ptr_of(buf), ws,
+                                              &beta, D.x.d, x));
+  }
+};
+
+// Algorithm selection shared by both directions: tuning-cache hit (algo and
+// math type), else exhaustive FindEx or heuristic Get_v7, then cache.
+template <class Dir>
+void conv_chunk(DeviceContext& ctx, const ConvProblem& p, typename Dir::XPtr x, const void* w,
+                typename Dir::YPtr y) {
+  using Algo = typename Dir::Algo;
+  using Perf = typename Dir::Perf;
+  const char* fn = Dir::fn;
   const Lifted L = lift(p, fn);
   ConvDescs D;
   set_conv_descs(D, L, p.dtype, p.groups);
   DnnHandle& H = handle_for(ctx);
   std::lock_guard lk(H.mu);
   MIOpenTuningCache& cache = get_tuning_cache();
-  const std::string key = conv_key("conv_fwd", L, p.dtype, p.groups, ctx.device);
-  cudnnConvolutionFwdAlgo_t algo{};
+  const std::string key = conv_key(Dir::key_prefix, L, p.dtype, p.groups, ctx.device);
+  Algo algo{};
   cudnnMathType_t math = requested_math(p.dtype);
   size_t ws = 0;
   bool have = false;
   if (auto e = cache.lookup(key)) {
-    algo = static_cast<cudnnConvolutionFwdAlgo_t>(e->algo);
+    algo = static_cast<Algo>(e->algo);
     math = math_from_int(e->math);
     have = cudnnSetConvolutionMathType(D.conv.d, math) == CUDNN_STATUS_SUCCESS &&
-           cudnnGetConvolutionForwardWorkspaceSize(H.h, D.x.d, D.w.d, D.conv.d, D.y.d, algo, &ws) ==
-               CUDNN_STATUS_SUCCESS;
+           Dir::workspace(H, D, algo, &ws) == CUDNN_STATUS_SUCCESS;
     if (!have) PF_DNN_CHECK(cudnnSetConvolutionMathType(D.conv.d, requested_math(p.dtype)));
   }
   if (!have) {
     const bool exhaustive = cache.exhaustive_search();
-    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    Perf perf[Dir::kAlgoCount];
     int n = 0;
-    const cudnnConvolutionFwdAlgoPerf_t* best = nullptr;
+    const Perf* best = nullptr;
     if (exhaustive) {
       size_t find_ws = 0;
-      for (int a = 0; a < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; ++a) {
+      for (int a = 0; a < Dir::kAlgoCount; ++a) {
         size_t s = 0;
-        if (cudnnGetConvolutionForwardWorkspaceSize(H.h, D.x.d, D.w.d, D.conv.d, D.y.d,
-                                                    static_cast<cudnnConvolutionFwdAlgo_t>(a), &s) ==
-            CUDNN_STATUS_SUCCESS) {
+        if (Dir::workspace(H, D, static_cast<Algo>(a), &s) == CUDNN_STATUS_SUCCESS) {
           find_ws = std::max(find_ws, s);
         }
       }
       auto buf = search_workspace(ctx, find_ws);
-      PF_DNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(H.h, D.x.d, x, D.w.d, w, D.conv.d, D.y.d, y,
-                                                          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ptr_of(buf),
-                                                          find_ws));
+      Dir::find(H, D, x, w, y, perf, n, buf, find_ws);
       best = first_usable(perf, n, find_ws);
     } else {
-      PF_DNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(H.h, D.x.d, D.w.d, D.conv.d, D.y.d,
-                                                          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf));
+      Dir::get(H, D, perf, n);
       best = first_usable(perf, n, kMaxWorkspace);
     }
     if (!best) throw RuntimeError(errmsg(fn, "cuDNN has no algorithm for this convolution: " + key));
     algo = best->algo;
     math = usable_math(p.dtype, best->mathType);
     PF_DNN_CHECK(cudnnSetConvolutionMathType(D.conv.d, math));
-    PF_DNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(H.h, D.x.d, D.w.d, D.conv.d, D.y.d, algo, &ws));
+    Dir::workspace_checked(H, D, algo, ws);
     cache.insert(key, {static_cast<uint64_t>(algo), ws, math_to_int(math), exhaustive});
   }
   auto buf = run_workspace(ctx, ws);
-  const float alpha = 1.0f, beta = 0.0f;
-  PF_DNN_CHECK(cudnnConvolutionForward(H.h, &alpha, D.x.d, x, D.w.d, w, D.conv.d, algo, ptr_of(buf), ws, &beta,
-                                       D.y.d, y));
+  Dir::run(H, D, x, w, y, algo, buf, ws);
+}
+
+void conv_forward_chunk(DeviceContext& ctx, const ConvProblem& p, const void* x, const void* w, void* y) {
+  conv_chunk<ConvFwd>(ctx, p, x, w, y);
 }
 
 void conv_backward_data_chunk(DeviceContext& ctx, const ConvProblem& p, void* x, const void* w, const void* y) {
-  const char* fn = "conv_transpose";
-  const Lifted L = lift(p, fn);
-  ConvDescs D;
-  set_conv_descs(D, L, p.dtype, p.groups);
-  DnnHandle& H = handle_for(ctx);
-  std::lock_guard lk(H.mu);
-  MIOpenTuningCache& cache = get_tuning_cache();
-  const std::string key = conv_key("conv_bwd_data", L, p.dtype, p.groups, ctx.device);
-  cudnnConvolutionBwdDataAlgo_t algo{};
-  cudnnMathType_t math = requested_math(p.dtype);
-  size_t ws = 0;
-  bool have = false;
-  if (auto e = cache.lookup(key)) {
-    algo = static_cast<cudnnConvolutionBwdDataAlgo_t>(e->algo);
-    math = math_from_int(e->math);
-    have = cudnnSetConvolutionMathType(D.conv.d, math) == CUDNN_STATUS_SUCCESS &&
-           cudnnGetConvolutionBackwardDataWorkspaceSize(H.h, D.w.d, D.y.d, D.conv.d, D.x.d, algo, &ws) ==
-               CUDNN_STATUS_SUCCESS;
-    if (!have) PF_DNN_CHECK(cudnnSetConvolutionMathType(D.conv.d, requested_math(p.dtype)));
-  }
-  if (!have) {
-    const bool exhaustive = cache.exhaustive_search();
-    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    int n = 0;
-    const cudnnConvolutionBwdDataAlgoPerf_t* best = nullptr;
-    if (exhaustive) {
-      size_t find_ws = 0;
-      for (int a = 0; a < CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT; ++a) {
-        size_t s = 0;
-        if (cudnnGetConvolutionBackwardDataWorkspaceSize(H.h, D.w.d, D.y.d, D.conv.d, D.x.d,
-                                                         static_cast<cudnnConvolutionBwdDataAlgo_t>(a), &s) ==
-            CUDNN_STATUS_SUCCESS) {
-          find_ws = std::max(find_ws, s);
-        }
-      }
-      auto buf = search_workspace(ctx, find_ws);
-      PF_DNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(H.h, D.w.d, w, D.y.d, y, D.conv.d, D.x.d, x,
-                                                               CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf,
-                                                               ptr_of(buf), find_ws));
-      best = first_usable(perf, n, find_ws);
-    } else {
-      PF_DNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(H.h, D.w.d, D.y.d, D.conv.d, D.x.d,
-                                                               CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf));
-      best = first_usable(perf, n, kMaxWorkspace);
-    }
-    if (!best) throw RuntimeError(errmsg(fn, "cuDNN has no algorithm for this convolution: " + key));
-    algo = best->algo;
-    math = usable_math(p.dtype, best->mathType);
-    PF_DNN_CHECK(cudnnSetConvolutionMathType(D.conv.d, math));
-    PF_DNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(H.h, D.w.d, D.y.d, D.conv.d, D.x.d, algo, &ws));
-    cache.insert(key, {static_cast<uint64_t>(algo), ws, math_to_int(math), exhaustive});
-  }
-  auto buf = run_workspace(ctx, ws);
-  const float alpha = 1.0f, beta = 0.0f;
-  PF_DNN_CHECK(cudnnConvolutionBackwardData(H.h, &alpha, D.w.d, w, D.y.d, y, D.conv.d, algo, ptr_of(buf), ws,
-                                            &beta, D.x.d, x));
+  conv_chunk<ConvBwdData>(ctx, p, x, w, y);
 }
 
 bool pool_forward_impl(DeviceContext& ctx, Dtype dtype, PoolMode mode, const std::vector<int>& xd,
