@@ -104,6 +104,7 @@ class Tensor {
   uint64_t id() const { return node_->id; }
 
  private:
+  friend struct Node;  // its destructor unlinks inputs without recursion
   std::shared_ptr<Node> node_;
 };
 

@@ -11,16 +11,8 @@ import os as _os
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from . import _core  # noqa: E402
-from ._core import *  # noqa: F401,F403  (every public op of the core)
-from ._core import (  # noqa: F401
-    Dtype, Tensor, OutOfMemoryError,
-    add, sub, mul, div, pow, maximum, minimum, neg, abs, sqrt, exp, log, sin, cos, tanh,
-    relu, sigmoid, gelu, silu, eq, ne, lt, le, gt, ge, where, clamp, astype, contiguous,
-    flatten, swapaxes, unsqueeze, matmul, sum, mean, max, min, prod, softmax, log_softmax,
-    manual_seed, set_device, get_device, synchronize,
-    rocm_is_available, rocm_device_count, rocm_get_device_info, rocm_set_device,
-    rocm_get_device, rocm_synchronize,
-)
+from ._core import *  # noqa: F401,F403,E402  (every public op, Tensor, OutOfMemoryError)
+from ._core import Dtype  # noqa: E402
 from .ops import (  # noqa: F401
     tensor, asarray, zeros, ones, full, arange, eye, rand, randn, randint,
     zeros_like, ones_like, reshape, transpose, squeeze, broadcast_to, eval, device_info,

@@ -25,8 +25,7 @@ Node::~Node() {
   std::vector<std::shared_ptr<Node>> work;
   auto take = [&work](std::vector<Tensor>& ins) {
     for (auto& t : ins) {
-      auto& p = const_cast<std::shared_ptr<Node>&>(t.node_ptr());
-      if (p && p.use_count() == 1) work.push_back(std::move(p));
+      if (t.node_ && t.node_.use_count() == 1) work.push_back(std::move(t.node_));
     }
     ins.clear();
   };

@@ -1,9 +1,11 @@
 """Helpers shared by the layers."""
 import collections.abc
+import math
 import operator
 from itertools import repeat
 
 from ... import ops as _ops
+from .. import init
 from ..parameter import Parameter
 
 
@@ -42,3 +44,14 @@ def check_reduction(reduction, layer):
         raise ValueError(f"[{layer}] reduction must be 'none', 'mean' or 'sum', got "
                          f"{reduction!r}")
     return reduction
+
+
+def reset_weight_and_bias(module):
+    """PyTorch's default init for Linear and Conv layers: kaiming_uniform_(a=sqrt(5))
+    on the weight, i.e. U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the same bound for
+    the bias (zero when fan_in is 0)."""
+    init.kaiming_uniform_(module._parameters["weight"], a=math.sqrt(5))
+    if module.bias is not None:
+        fan_in, _ = init.calculate_fan_in_and_fan_out(module.weight.shape)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        init.uniform_(module._parameters["bias"], -bound, bound)

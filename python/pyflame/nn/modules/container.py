@@ -16,27 +16,17 @@ def _index(idx, n, what):
     return idx + n if idx < 0 else idx
 
 
-class Sequential(Module):
-    """Modules applied in order: ``Sequential(m0, m1, ...)`` or
-    ``Sequential(OrderedDict(name=module, ...))``. Children are named "0",
-    "1", ... (or by the dict's keys)."""
-
-    def __init__(self, *args):
-        super().__init__()
-        if len(args) == 1 and isinstance(args[0], OrderedDict):
-            for key, module in args[0].items():
-                self.add_module(key, module)
-        else:
-            for idx, module in enumerate(args):
-                self.add_module(str(idx), module)
+class _ModuleSequence(Module):
+    """Children named "0", "1", ... kept in order: the list operations shared by
+    Sequential and ModuleList."""
 
     def _key(self, idx):
         return list(self._modules.keys())[_index(idx, len(self._modules), type(self).__name__)]
 
-    def __getitem__(self, idx):
-        if isinstance(idx, slice):
-            return type(self)(OrderedDict(list(self._modules.items())[idx]))
-        return self._modules[self._key(idx)]
+    def _renumber(self, mods):
+        self._modules.clear()
+        for i, m in enumerate(mods):
+            self._modules[str(i)] = m
 
     def __setitem__(self, idx, module):
         setattr(self, self._key(idx), module)
@@ -47,11 +37,7 @@ class Sequential(Module):
                 delattr(self, key)
         else:
             delattr(self, self._key(idx))
-        # renumbered "0".."n-1" afterwards, as torch does
-        mods = list(self._modules.values())
-        self._modules.clear()
-        for i, m in enumerate(mods):
-            self._modules[str(i)] = m
+        self._renumber(list(self._modules.values()))  # "0".."n-1" again, as torch does
 
     def pop(self, idx):
         m = self[idx]
@@ -73,6 +59,26 @@ class Sequential(Module):
             self.append(m)
         return self
 
+
+class Sequential(_ModuleSequence):
+    """Modules applied in order: ``Sequential(m0, m1, ...)`` or
+    ``Sequential(OrderedDict(name=module, ...))``. Children are named "0",
+    "1", ... (or by the dict's keys)."""
+
+    def __init__(self, *args):
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], OrderedDict):
+            for key, module in args[0].items():
+                self.add_module(key, module)
+        else:
+            for idx, module in enumerate(args):
+                self.add_module(str(idx), module)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return type(self)(OrderedDict(list(self._modules.items())[idx]))
+        return self._modules[self._key(idx)]
+
     def insert(self, index, module):
         if not isinstance(module, Module):
             raise TypeError(f"module should be of type Module, got {type(module).__name__}")
@@ -84,9 +90,7 @@ class Sequential(Module):
             index += n
         mods = list(self._modules.values())
         mods.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(mods):
-            self._modules[str(i)] = m
+        self._renumber(mods)
         return self
 
     def forward(self, x):
@@ -95,7 +99,7 @@ class Sequential(Module):
         return x
 
 
-class ModuleList(Module):
+class ModuleList(_ModuleSequence):
     """A list of sub-modules, registered as "0", "1", ..."""
 
     def __init__(self, modules=None):
@@ -106,37 +110,7 @@ class ModuleList(Module):
     def __getitem__(self, idx):
         if isinstance(idx, slice):
             return type(self)(list(self._modules.values())[idx])
-        return self._modules[str(_index(idx, len(self._modules), type(self).__name__))]
-
-    def __setitem__(self, idx, module):
-        setattr(self, str(_index(idx, len(self._modules), type(self).__name__)), module)
-
-    def __delitem__(self, idx):
-        keys = list(self._modules.keys())
-        if isinstance(idx, slice):
-            for k in keys[idx]:
-                del self._modules[k]
-        else:
-            del self._modules[keys[_index(idx, len(keys), type(self).__name__)]]
-        mods = list(self._modules.values())
-        self._modules.clear()
-        for i, m in enumerate(mods):
-            self._modules[str(i)] = m
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules):
-        for m in modules:
-            self.append(m)
-        return self
+        return self._modules[self._key(idx)]
 
     def insert(self, index, module):
         mods = list(self._modules.values())

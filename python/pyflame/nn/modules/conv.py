@@ -1,10 +1,9 @@
 """Convolutions: Conv1d/2d/3d and ConvTranspose1d/2d/3d."""
-import math
 
 from ... import _core
 from .. import functional as F
-from .. import init
-from ._utils import _single, _pair, _triple, check_positive_int, empty_parameter
+from ._utils import (_single, _pair, _triple, check_positive_int, empty_parameter,
+                     reset_weight_and_bias)
 from .module import Module
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
@@ -93,15 +92,9 @@ class _ConvNd(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        # kaiming_uniform_(a=sqrt(5)): U(-1/sqrt(fan_in), 1/sqrt(fan_in)), with
-        # fan_in = weight.shape[1] * prod(kernel_size) (for transposed
-        # convolutions that is out_channels / groups, as in torch).
-        init.kaiming_uniform_(self._parameters["weight"], a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init.calculate_fan_in_and_fan_out(self.weight.shape)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self._parameters["bias"], -bound, bound)
+        # fan_in = weight.shape[1] * prod(kernel_size); for transposed
+        # convolutions that is out_channels / groups, as in torch.
+        reset_weight_and_bias(self)
 
     def extra_repr(self):
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, " \

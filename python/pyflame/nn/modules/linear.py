@@ -1,10 +1,8 @@
 """Identity, Linear, Flatten."""
-import math
 
 from ... import _core
 from .. import functional as F
-from .. import init
-from ._utils import check_positive_int, empty_parameter
+from ._utils import check_positive_int, empty_parameter, reset_weight_and_bias
 from .module import Module
 
 
@@ -34,11 +32,7 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        init.kaiming_uniform_(self._parameters["weight"], a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init.calculate_fan_in_and_fan_out(self.weight.shape)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self._parameters["bias"], -bound, bound)
+        reset_weight_and_bias(self)
 
     def forward(self, input):  # noqa: A002
         return F.linear(input, self.weight, self.bias)

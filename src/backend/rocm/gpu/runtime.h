@@ -38,7 +38,6 @@ using hipFuncAttribute = cudaFuncAttribute;
 #define hipGetDeviceCount cudaGetDeviceCount
 #define hipSetDevice cudaSetDevice
 #define hipGetDevice cudaGetDevice
-#define hipDeviceSynchronize cudaDeviceSynchronize
 #define hipDeviceGetAttribute cudaDeviceGetAttribute
 #define hipRuntimeGetVersion cudaRuntimeGetVersion
 #define hipDriverGetVersion cudaDriverGetVersion
@@ -67,7 +66,6 @@ using hipFuncAttribute = cudaFuncAttribute;
 #define hipHostMallocPortable cudaHostAllocPortable
 #define hipHostMallocMapped cudaHostAllocMapped
 #define hipHostMallocWriteCombined cudaHostAllocWriteCombined
-#define hipMemcpy cudaMemcpy
 #define hipMemcpyAsync cudaMemcpyAsync
 #define hipMemcpy2DAsync cudaMemcpy2DAsync
 #define hipMemsetAsync cudaMemsetAsync
