@@ -50,6 +50,7 @@ Tensor relu(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor gelu(const Tensor& x, bool tanh_approx = false);
 Tensor silu(const Tensor& x);
+Tensor erf(const Tensor& x);
 
 // ---- comparison and selection ----
 Tensor eq(const Tensor& a, const Tensor& b);

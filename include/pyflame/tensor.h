@@ -46,7 +46,12 @@ struct Node {
   std::shared_ptr<Buffer> buffer;     // set once evaluated
   std::shared_ptr<Primitive> prim;    // null for leaves (constants)
   std::vector<Tensor> inputs;         // dropped after evaluation
-  bool requires_grad = false;         // autograd keeps inputs alive
+  // Autograd: a node that requires grad keeps its inputs and primitive after
+  // evaluation so backward() can walk them. A grad leaf (requires_grad set
+  // by the user) is where backward stops and accumulates `grad`.
+  bool requires_grad = false;
+  bool grad_leaf = false;
+  std::shared_ptr<Node> grad;
   uint64_t id = 0;
 
   Node();
@@ -98,6 +103,15 @@ class Tensor {
   // Evaluates, moves to the host and copies row-major into dst (nbytes()).
   void copy_to_host(void* dst) const;
   std::string str() const;  // short description: shape, dtype, device
+
+  // Autograd state (see pyflame/autograd.h).
+  bool requires_grad() const { return node_->requires_grad; }
+  // Leaves are tensors that do not require grad and those the user marked.
+  bool is_leaf() const { return !node_->requires_grad || node_->grad_leaf; }
+  // Marks a floating-point tensor as a leaf whose gradient backward() keeps.
+  void set_requires_grad(bool on);
+  Tensor grad() const;              // undefined until backward() reaches it
+  void set_grad(const Tensor& g);   // undefined clears
 
   Node* node() const { return node_.get(); }
   const std::shared_ptr<Node>& node_ptr() const { return node_; }

@@ -18,6 +18,10 @@ from .ops import (  # noqa: F401
     zeros_like, ones_like, reshape, transpose, squeeze, broadcast_to, eval, device_info,
 )
 from . import _tensor_methods  # noqa: F401  (adds methods and repr to Tensor)
+from . import autograd  # noqa: F401
+from .autograd import (  # noqa: F401
+    no_grad, enable_grad, set_grad_enabled, is_grad_enabled, grad, value_and_grad,
+)
 from . import backend  # noqa: F401
 from . import nn  # noqa: F401
 

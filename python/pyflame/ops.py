@@ -22,7 +22,15 @@ def _shape(args, fn, allow_minus_one=False):
     return shape
 
 
-def tensor(data, dtype=None, device=None):
+def _leaf(t, requires_grad):
+    """Creation functions' ``requires_grad=True``: the result is a grad leaf."""
+    if requires_grad:
+        t = _core.detach(t) if t.requires_grad else t
+        t.requires_grad = True
+    return t
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
     """A tensor holding a copy of ``data`` (a list, scalar, NumPy array or tensor)."""
     if dtype is not None:
         dtype = _core._dtype(dtype, "tensor")
@@ -30,18 +38,18 @@ def tensor(data, dtype=None, device=None):
         out = data if device is None else data.to(device)
     else:
         out = _core.from_numpy(to_array(data), device)
-    return out if dtype is None else out.astype(dtype)
+    return _leaf(out if dtype is None else out.astype(dtype), requires_grad)
 
 
 asarray = tensor
 
 
-def zeros(*shape, dtype=None, device=None):
-    return _core.full(_shape(shape, "zeros"), 0.0, dtype, device, "zeros")
+def zeros(*shape, dtype=None, device=None, requires_grad=False):
+    return _leaf(_core.full(_shape(shape, "zeros"), 0.0, dtype, device, "zeros"), requires_grad)
 
 
-def ones(*shape, dtype=None, device=None):
-    return _core.full(_shape(shape, "ones"), 1.0, dtype, device, "ones")
+def ones(*shape, dtype=None, device=None, requires_grad=False):
+    return _leaf(_core.full(_shape(shape, "ones"), 1.0, dtype, device, "ones"), requires_grad)
 
 
 def full(shape, fill_value, dtype=None, device=None):
@@ -86,12 +94,12 @@ def eye(n, m=None, k=0, dtype=None, device=None):
     return _core.eye(n, m, k, dtype, device)
 
 
-def rand(*shape, dtype=None, device=None):
-    return _core.rand(_shape(shape, "rand"), dtype, device)
+def rand(*shape, dtype=None, device=None, requires_grad=False):
+    return _leaf(_core.rand(_shape(shape, "rand"), dtype, device), requires_grad)
 
 
-def randn(*shape, dtype=None, device=None):
-    return _core.randn(_shape(shape, "randn"), dtype, device)
+def randn(*shape, dtype=None, device=None, requires_grad=False):
+    return _leaf(_core.randn(_shape(shape, "randn"), dtype, device), requires_grad)
 
 
 def randint(low, high=None, size=(), dtype=None, device=None):

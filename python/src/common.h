@@ -31,6 +31,12 @@ nb::object to_numpy(const Tensor& t);
 Axes to_axes(nb::handle obj, const char* fn);
 
 void init_tensor(nb::module_& m);
+void init_autograd(nb::module_& m);
+// Tensor.requires_grad, .grad, .backward(), .detach() and friends.
+void def_autograd_methods(nb::class_<Tensor>& cls);
+// Tensor._replace: rebinds a handle (in-place updates), keeping a grad
+// leaf's requires_grad flag and, where it still fits, its gradient.
+void replace_keeping_grad_state(Tensor& self, const Tensor& other);
 void init_ops(nb::module_& m);
 void init_device(nb::module_& m);
 void init_backend(nb::module_& m);

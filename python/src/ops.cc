@@ -99,6 +99,7 @@ void init_ops(nb::module_& m) {
   def_unary<relu>(m, "relu");
   def_unary<sigmoid>(m, "sigmoid");
   def_unary<silu>(m, "silu");
+  def_unary<erf>(m, "erf");
   m.def("gelu", [](nb::handle x, const std::string& approximate) {
     if (approximate != "none" && approximate != "tanh") {
       throw ValueError(errmsg("gelu", "approximate must be 'none' or 'tanh', got '" + approximate + "'"));

@@ -109,7 +109,8 @@ void init_tensor(nb::module_& m) {
       .def("__repr__", [](Dtype t) { return std::string("pyflame.") + dtype_name(t); })
       .def("__str__", [](Dtype t) { return std::string(dtype_name(t)); });
 
-  nb::class_<Tensor>(m, "Tensor")
+  auto cls = nb::class_<Tensor>(m, "Tensor");
+  cls
       .def_prop_ro("shape", [](const Tensor& t) { return nb::tuple(nb::cast(t.shape())); })
       .def_prop_ro("dtype", &Tensor::dtype)
       .def_prop_ro("device", [](const Tensor& t) { return t.device().str(); })
@@ -137,7 +138,7 @@ void init_tensor(nb::module_& m) {
       .def("contiguous", &contiguous)
       // Rebinds this handle to another tensor's node: how in-place updates
       // (running statistics, optimizer steps) look to Python holders.
-      .def("_replace", [](Tensor& self, const Tensor& other) { self = other; })
+      .def("_replace", &replace_keeping_grad_state)
       .def("__len__", [](const Tensor& t) {
             if (t.ndim() == 0) throw ValueError("[len] len() of a 0-d tensor");
             return t.shape()[0];
@@ -173,6 +174,7 @@ void init_tensor(nb::module_& m) {
       .def("__ge__", &forward<ge, "ge">, nb::arg("other").none())
       .def("__neg__", [](const Tensor& t) { return neg(t); })
       .def("__abs__", [](const Tensor& t) { return abs(t); });
+  def_autograd_methods(cls);
 }
 
 }  // namespace pyflame::py

@@ -53,6 +53,7 @@ PF_HD inline T unary_apply(T x) {
   else if constexpr (Op == UnaryOp::Sigmoid) return 1.0f / (1.0f + expf(-x));
   else if constexpr (Op == UnaryOp::Silu) return x / (1.0f + expf(-x));
   else if constexpr (Op == UnaryOp::Gelu) return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+  else if constexpr (Op == UnaryOp::Erf) return erff(x);
   else if constexpr (Op == UnaryOp::GeluTanh) {
     const float k = 0.7978845608028654f;  // sqrt(2/pi)
     return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
@@ -91,6 +92,7 @@ void visit_unary(UnaryOp op, F&& f) {
   switch (op) {
     PF_CASE(Neg) PF_CASE(Abs) PF_CASE(Sqrt) PF_CASE(Exp) PF_CASE(Log) PF_CASE(Sin) PF_CASE(Cos)
     PF_CASE(Tanh) PF_CASE(Relu) PF_CASE(Sigmoid) PF_CASE(Gelu) PF_CASE(GeluTanh) PF_CASE(Silu)
+    PF_CASE(Erf)
   }
 #undef PF_CASE
 }

@@ -7,6 +7,7 @@
 
 #include "backend/cpu/copy.h"
 #include "ir/primitive.h"
+#include "pyflame/autograd.h"
 #include "pyflame/ops.h"
 #include "runtime/allocator.h"
 
@@ -14,7 +15,17 @@ namespace pyflame {
 
 namespace {
 std::atomic<uint64_t> g_next_id{1};
+
+// An op output joins the autograd graph when grad mode is on, it is
+// floating point, and some input requires grad.
+bool records_grad(Dtype dtype, const std::vector<Tensor>& inputs) {
+  if (!is_floating(dtype) || !is_grad_enabled()) return false;
+  for (const auto& t : inputs) {
+    if (t.defined() && t.requires_grad()) return true;
+  }
+  return false;
 }
+}  // namespace
 
 Node::Node() : id(g_next_id.fetch_add(1, std::memory_order_relaxed)) {}
 
@@ -71,6 +82,7 @@ Tensor Tensor::make(Shape shape, Dtype dtype, Device device, std::shared_ptr<Pri
   n->device = device;
   n->prim = std::move(prim);
   n->inputs = std::move(inputs);
+  n->requires_grad = records_grad(n->dtype, n->inputs);
   return Tensor(std::move(n));
 }
 
@@ -82,8 +94,10 @@ Tensor Tensor::make_view(Shape shape, Strides strides, int64_t offset,
   n->offset = offset;
   n->dtype = base.dtype();
   n->device = base.device();
-  if (base.is_evaluated()) {
-    n->buffer = base.buffer();  // already computed: share directly, no node
+  n->requires_grad = records_grad(n->dtype, {base});
+  if (base.is_evaluated()) n->buffer = base.buffer();  // computed: share, no kernel
+  if (n->buffer && !n->requires_grad) {
+    // No history to keep: the view is just data.
   } else {
     n->prim = std::move(prim);
     n->inputs = {base};
@@ -126,6 +140,31 @@ void* Tensor::raw_data() const {
 }
 
 void Tensor::eval() const { pyflame::eval({*this}); }
+
+void Tensor::set_requires_grad(bool on) {
+  Node* n = node_.get();
+  if (on == n->requires_grad && (!on || n->grad_leaf)) return;
+  if (!is_leaf()) {
+    throw ValueError(errmsg("requires_grad", "can only be changed on leaf tensors; use "
+                                             "detach() to get a leaf from a computed tensor"));
+  }
+  if (on && !is_floating(n->dtype)) {
+    throw ValueError(errmsg("requires_grad", std::string("only floating-point tensors can "
+                                                         "require gradients, got ") +
+                                                 dtype_name(n->dtype)));
+  }
+  n->requires_grad = on;
+  n->grad_leaf = on;
+}
+
+Tensor Tensor::grad() const { return node_->grad ? Tensor(node_->grad) : Tensor(); }
+
+void Tensor::set_grad(const Tensor& g) {
+  if (g.defined() && (g.shape() != shape() || g.device() != device())) {
+    throw ValueError(errmsg("grad", "assigned gradient " + g.str() + " does not match " + str()));
+  }
+  node_->grad = g.node_ptr();
+}
 
 void Tensor::copy_to_host(void* dst) const {
   Tensor h = device().is_cpu() ? *this : to_device(*this, Device::cpu());

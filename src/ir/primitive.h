@@ -18,6 +18,12 @@ class Primitive {
   virtual void eval_cpu(const std::vector<Tensor>& inputs, Tensor& out) = 0;
   virtual void eval_gpu(const std::vector<Tensor>& inputs, Tensor& out) = 0;
   virtual bool is_view() const { return false; }
+  // Vector-Jacobian product: the cotangents of inputs[i] for each i in
+  // argnums, given the output's cotangent `cotan` (the output's shape and
+  // dtype). Written with ops, so gradients are graphs on any backend. The
+  // default raises "not differentiable".
+  virtual std::vector<Tensor> vjp(const std::vector<Tensor>& inputs, const Tensor& cotan,
+                                  const Tensor& out, const std::vector<int>& argnums);
 };
 
 // Declares a primitive's two backend entries (defined in backend/cpu and
@@ -25,6 +31,11 @@ class Primitive {
 #define PF_EVAL_DECLS                                                    \
   void eval_cpu(const std::vector<Tensor>& inputs, Tensor& out) override; \
   void eval_gpu(const std::vector<Tensor>& inputs, Tensor& out) override;
+
+// Declares a primitive's vector-Jacobian product (defined in src/autograd).
+#define PF_VJP_DECL                                                                     \
+  std::vector<Tensor> vjp(const std::vector<Tensor>& inputs, const Tensor& cotan,       \
+                          const Tensor& out, const std::vector<int>& argnums) override;
 
 // Shares input 0's buffer; the layout was fixed when the node was recorded.
 class ViewPrimitive : public Primitive {

@@ -75,7 +75,7 @@ class Random : public Primitive {
 
 // ---- elementwise ----
 enum class UnaryOp : uint8_t {
-  Neg, Abs, Sqrt, Exp, Log, Sin, Cos, Tanh, Relu, Sigmoid, Gelu, GeluTanh, Silu
+  Neg, Abs, Sqrt, Exp, Log, Sin, Cos, Tanh, Relu, Sigmoid, Gelu, GeluTanh, Silu, Erf
 };
 const char* unary_name(UnaryOp op);
 
@@ -84,6 +84,7 @@ class Unary : public Primitive {
   explicit Unary(UnaryOp o) : op(o) {}
   const char* name() const override { return unary_name(op); }
   PF_EVAL_DECLS
+  PF_VJP_DECL
   UnaryOp op;
 };
 
@@ -99,6 +100,7 @@ class Binary : public Primitive {
   explicit Binary(BinaryOp o) : op(o) {}
   const char* name() const override { return binary_name(op); }
   PF_EVAL_DECLS
+  PF_VJP_DECL
   BinaryOp op;
 };
 
@@ -107,6 +109,7 @@ class Where : public Primitive {
  public:
   const char* name() const override { return "where"; }
   PF_EVAL_DECLS
+  PF_VJP_DECL
 };
 
 // Converts (or just copies, for the same dtype) into a row-major output.
@@ -114,6 +117,7 @@ class AsType : public Primitive {
  public:
   const char* name() const override { return "astype"; }
   PF_EVAL_DECLS
+  PF_VJP_DECL
 };
 
 // Moves data between devices; runs on the destination's backend.
@@ -121,6 +125,7 @@ class ToDevice : public Primitive {
  public:
   const char* name() const override { return "to"; }
   PF_EVAL_DECLS
+  PF_VJP_DECL
 };
 
 // ---- reductions ----
@@ -132,6 +137,7 @@ class Reduce : public Primitive {
   Reduce(ReduceOp o, std::vector<int> ax) : op(o), axes(std::move(ax)) {}
   const char* name() const override;
   PF_EVAL_DECLS
+  PF_VJP_DECL
   ReduceOp op;
   std::vector<int> axes;
 };
@@ -142,6 +148,7 @@ class Softmax : public Primitive {
   explicit Softmax(bool lg) : log(lg) {}
   const char* name() const override { return log ? "log_softmax" : "softmax"; }
   PF_EVAL_DECLS
+  PF_VJP_DECL
   bool log;
 };
 
@@ -150,20 +157,47 @@ class Matmul : public Primitive {
  public:
   const char* name() const override { return "matmul"; }
   PF_EVAL_DECLS
+  PF_VJP_DECL
 };
 
 // ---- views (layout fixed at record time; no kernels) ----
-#define PF_VIEW(Cls, nm)                                   \
-  class Cls : public ViewPrimitive {                       \
-   public:                                                 \
-    const char* name() const override { return nm; }       \
+// Each keeps what its vjp needs to map a cotangent back to the input.
+#define PF_VIEW(Cls, nm)                             \
+  class Cls : public ViewPrimitive {                 \
+   public:                                           \
+    const char* name() const override { return nm; } \
+    PF_VJP_DECL                                      \
   };
 PF_VIEW(Reshape, "reshape")
-PF_VIEW(Transpose, "transpose")
 PF_VIEW(Broadcast, "broadcast_to")
-PF_VIEW(Slice, "slice")
 PF_VIEW(Squeeze, "squeeze")
 PF_VIEW(Unsqueeze, "unsqueeze")
 #undef PF_VIEW
+
+class Transpose : public ViewPrimitive {
+ public:
+  explicit Transpose(std::vector<int> p) : perm(std::move(p)) {}
+  const char* name() const override { return "transpose"; }
+  PF_VJP_DECL
+  std::vector<int> perm;
+};
+
+// Basic slicing. `starts` are the adjusted first indices per input axis;
+// `dropped_axis` is the axis an integer index removed (select), or -1.
+class Slice : public ViewPrimitive {
+ public:
+  Slice(std::vector<int64_t> st, std::vector<int64_t> sp, int dropped = -1)
+      : starts(std::move(st)), steps(std::move(sp)), dropped_axis(dropped) {}
+  const char* name() const override { return "slice"; }
+  PF_VJP_DECL
+  std::vector<int64_t> starts, steps;
+  int dropped_axis;
+};
+
+// detach(): shares the data and cuts the autograd history.
+class StopGradient : public ViewPrimitive {
+ public:
+  const char* name() const override { return "detach"; }
+};
 
 }  // namespace pyflame

@@ -7,7 +7,7 @@ namespace pyflame {
 
 const char* unary_name(UnaryOp op) {
   static const char* names[] = {"neg",  "abs",  "sqrt",    "exp",  "log",       "sin", "cos",
-                                "tanh", "relu", "sigmoid", "gelu", "gelu_tanh", "silu"};
+                                "tanh", "relu", "sigmoid", "gelu", "gelu_tanh", "silu", "erf"};
   return names[static_cast<int>(op)];
 }
 
@@ -75,6 +75,7 @@ Tensor tanh(const Tensor& x) { return unary(UnaryOp::Tanh, x); }
 Tensor relu(const Tensor& x) { return unary(UnaryOp::Relu, x); }
 Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::Sigmoid, x); }
 Tensor silu(const Tensor& x) { return unary(UnaryOp::Silu, x); }
+Tensor erf(const Tensor& x) { return unary(UnaryOp::Erf, x); }
 Tensor gelu(const Tensor& x, bool tanh_approx) {
   return unary(tanh_approx ? UnaryOp::GeluTanh : UnaryOp::Gelu, x);
 }

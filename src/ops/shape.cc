@@ -115,10 +115,11 @@ Tensor transpose(const Tensor& x, std::vector<int> perm) {
     int a = normalize_axis(perm[i], nd, "transpose");
     if (seen[a]) throw ValueError(errmsg("transpose", "repeated axis in permutation"));
     seen[a] = true;
+    perm[i] = a;
     s[i] = x.shape()[a];
     st[i] = x.strides()[a];
   }
-  return Tensor::make_view(std::move(s), std::move(st), x.offset(), std::make_shared<Transpose>(), x);
+  return Tensor::make_view(std::move(s), std::move(st), x.offset(), std::make_shared<Transpose>(std::move(perm)), x);
 }
 
 Tensor swapaxes(const Tensor& x, int a, int b) {
@@ -195,15 +196,20 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vec
   }
   Shape s(nd);
   Strides st(nd);
+  std::vector<int64_t> first(nd, 0);
   int64_t offset = x.offset();
   for (int i = 0; i < nd; ++i) {
     if (steps[i] == 0) throw ValueError(errmsg("slice", "slice step cannot be zero"));
     int64_t b = starts[i], e = stops[i];
     s[i] = adjust_slice(x.shape()[i], b, e, steps[i]);
     st[i] = x.strides()[i] * steps[i];
-    if (s[i] > 0) offset += b * x.strides()[i];
+    if (s[i] > 0) {
+      offset += b * x.strides()[i];
+      first[i] = b;
+    }
   }
-  return Tensor::make_view(std::move(s), std::move(st), offset, std::make_shared<Slice>(), x);
+  return Tensor::make_view(std::move(s), std::move(st), offset,
+                           std::make_shared<Slice>(std::move(first), steps), x);
 }
 
 Tensor select(const Tensor& x, int axis, int64_t index) {
@@ -221,7 +227,10 @@ Tensor select(const Tensor& x, int axis, int64_t index) {
   int64_t offset = x.offset() + index * st[a];
   s.erase(s.begin() + a);
   st.erase(st.begin() + a);
-  return Tensor::make_view(std::move(s), std::move(st), offset, std::make_shared<Slice>(), x);
+  std::vector<int64_t> first(x.ndim(), 0), steps(x.ndim(), 1);
+  first[a] = index;
+  return Tensor::make_view(std::move(s), std::move(st), offset,
+                           std::make_shared<Slice>(std::move(first), std::move(steps), a), x);
 }
 
 }  // namespace pyflame

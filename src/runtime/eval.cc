@@ -61,7 +61,7 @@ void eval(const std::vector<Tensor>& outputs) {
   for (Node* n : topo_order(outputs)) {
     if (!n->prim) throw RuntimeError("[eval] leaf tensor without data");
     eval_node(n);
-    if (!n->requires_grad) {
+    if (!n->requires_grad || n->grad_leaf) {
       n->inputs.clear();
       n->prim.reset();
     }

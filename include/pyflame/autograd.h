@@ -1,0 +1,52 @@
+// Reverse-mode automatic differentiation over the lazy graph.
+//
+// A tensor requires grad when the user marks it (a grad leaf) or when an op
+// reads one that does while grad mode is on. backward() walks the recorded
+// graph from an output and calls each primitive's vector-Jacobian product,
+// which is written with ops: the gradient is itself a graph, evaluated on the
+// same devices as the forward pass.
+#pragma once
+#include <optional>
+#include <vector>
+
+#include "pyflame/tensor.h"
+
+namespace pyflame {
+
+// Grad mode is per thread and on by default. While off, ops record no
+// autograd links (inference, optimizer updates).
+bool is_grad_enabled();
+void set_grad_enabled(bool on);
+
+// Scoped grad mode: NoGradGuard g; ... (restores the previous mode).
+class GradModeGuard {
+ public:
+  explicit GradModeGuard(bool on) : prev_(is_grad_enabled()) { set_grad_enabled(on); }
+  ~GradModeGuard() { set_grad_enabled(prev_); }
+  GradModeGuard(const GradModeGuard&) = delete;
+  GradModeGuard& operator=(const GradModeGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+struct NoGradGuard : GradModeGuard {
+  NoGradGuard() : GradModeGuard(false) {}
+};
+
+// A tensor with the same data and no autograd history.
+Tensor detach(const Tensor& x);
+
+// Accumulates d(output)/d(leaf) into every reachable leaf's grad() and
+// evaluates those gradients. `gradient` is required unless the output has
+// one element. Without retain_graph the traversed graph is released (a
+// second backward through it raises).
+void backward(const Tensor& output, const std::optional<Tensor>& gradient = {},
+              bool retain_graph = false);
+
+// Gradients of `outputs` (weighted by `grad_outputs`, default ones for
+// single-element outputs) with respect to `inputs`, returned lazily and not
+// accumulated anywhere. An input the outputs do not depend on gets zeros.
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs = {});
+
+}  // namespace pyflame

@@ -1,0 +1,206 @@
+// The backward pass: a reverse walk of the recorded graph that calls each
+// primitive's vjp and sums the cotangents reaching every node. The walk
+// builds a gradient graph and computes nothing; backward() then evaluates
+// the leaves' gradients in one pass.
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ir/primitives.h"
+#include "pyflame/autograd.h"
+#include "pyflame/ops.h"
+
+namespace pyflame {
+
+namespace {
+thread_local bool g_grad_enabled = true;
+
+// Nodes that need a cotangent, outputs last; the walk stops at grad leaves
+// and at nodes that do not require grad.
+std::vector<Tensor> backward_order(const std::vector<Tensor>& outputs) {
+  std::vector<Tensor> order;
+  std::unordered_set<Node*> seen;
+  std::vector<std::pair<Tensor, size_t>> stack;
+  auto visit = [&](const Tensor& t) {
+    if (t.requires_grad() && seen.insert(t.node()).second) stack.emplace_back(t, 0);
+  };
+  for (const auto& t : outputs) visit(t);
+  while (!stack.empty()) {
+    auto& [t, i] = stack.back();
+    Node* n = t.node();
+    if (!n->grad_leaf && i < n->inputs.size()) {
+      const Tensor& in = n->inputs[i++];
+      visit(in);
+    } else {
+      order.push_back(t);
+      stack.pop_back();
+    }
+  }
+  return order;
+}
+
+void check_output(const Tensor& out, const char* fn) {
+  if (!out.defined()) throw ValueError(errmsg(fn, "got an undefined tensor"));
+  if (!out.requires_grad()) {
+    throw ValueError(errmsg(fn, "the output does not require grad: no input it depends on "
+                                "has requires_grad=True (or it was computed under no_grad)"));
+  }
+}
+
+Tensor seed_cotangent(const Tensor& out, const Tensor* given, const char* fn) {
+  if (!given || !given->defined()) {
+    if (out.size() != 1) {
+      throw ValueError(errmsg(fn, "a gradient must be given for an output of shape " +
+                                      shape_str(out.shape()) +
+                                      " (only single-element outputs get an implicit one)"));
+    }
+    return ones(out.shape(), out.dtype(), out.device());
+  }
+  if (given->shape() != out.shape()) {
+    throw ValueError(errmsg(fn, "gradient shape " + shape_str(given->shape()) +
+                                    " does not match the output shape " + shape_str(out.shape())));
+  }
+  if (given->device() != out.device()) {
+    throw ValueError(errmsg(fn, "gradient is on " + given->device().str() + " but the output is on " +
+                                    out.device().str()));
+  }
+  return astype(*given, out.dtype());
+}
+
+// Runs the reverse walk and returns the cotangent of every node reached.
+std::unordered_map<Node*, Tensor> propagate(const std::vector<Tensor>& outputs,
+                                            const std::vector<Tensor>& seeds,
+                                            std::vector<Tensor>& order) {
+  NoGradGuard no_grad;  // gradient graphs are not differentiated again
+  std::unordered_map<Node*, Tensor> cot;
+  auto accumulate = [&cot](Node* n, const Tensor& g) {
+    auto [it, fresh] = cot.try_emplace(n, g);
+    if (!fresh) it->second = add(it->second, g);
+  };
+  for (size_t i = 0; i < outputs.size(); ++i) accumulate(outputs[i].node(), seeds[i]);
+  order = backward_order(outputs);
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    Node* n = it->node();
+    auto c = cot.find(n);
+    if (n->grad_leaf || c == cot.end()) continue;
+    if (!n->prim) {
+      throw RuntimeError(errmsg("backward", "the graph was already released by an earlier "
+                                            "backward(); pass retain_graph=True to backward "
+                                            "through it twice"));
+    }
+    std::vector<int> argnums;
+    for (size_t i = 0; i < n->inputs.size(); ++i) {
+      if (n->inputs[i].requires_grad()) argnums.push_back(static_cast<int>(i));
+    }
+    std::vector<Tensor> grads = n->prim->vjp(n->inputs, c->second, *it, argnums);
+    for (size_t k = 0; k < argnums.size(); ++k) {
+      const Tensor& in = n->inputs[argnums[k]];
+      Tensor g = grads.at(k);
+      if (g.shape() != in.shape()) {
+        throw RuntimeError(errmsg("backward", std::string("internal error: the vjp of ") +
+                                                  n->prim->name() + " returned " + g.str() +
+                                                  " for input " + in.str()));
+      }
+      accumulate(in.node(), astype(g, in.dtype()));
+    }
+    if (!n->grad_leaf) cot.erase(n);  // intermediate cotangents die as we go
+  }
+  return cot;
+}
+
+std::vector<Tensor> make_seeds(const std::vector<Tensor>& outputs,
+                               const std::vector<Tensor>& given, const char* fn) {
+  if (!given.empty() && given.size() != outputs.size()) {
+    throw ValueError(errmsg(fn, "got " + std::to_string(given.size()) + " gradients for " +
+                                    std::to_string(outputs.size()) + " outputs"));
+  }
+  std::vector<Tensor> seeds;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    check_output(outputs[i], fn);
+    seeds.push_back(seed_cotangent(outputs[i], given.empty() ? nullptr : &given[i], fn));
+  }
+  return seeds;
+}
+}  // namespace
+
+std::vector<Tensor> Primitive::vjp(const std::vector<Tensor>&, const Tensor&, const Tensor&,
+                                   const std::vector<int>&) {
+  throw ValueError(errmsg("backward", std::string(name()) + " is not differentiable"));
+}
+
+bool is_grad_enabled() { return g_grad_enabled; }
+void set_grad_enabled(bool on) { g_grad_enabled = on; }
+
+Tensor detach(const Tensor& x) {
+  if (!x.defined()) throw ValueError(errmsg("detach", "got an undefined tensor"));
+  NoGradGuard no_grad;  // an evaluated x: the view just shares its buffer
+  return Tensor::make_view(x.shape(), x.strides(), x.offset(), std::make_shared<StopGradient>(), x);
+}
+
+void backward(const Tensor& output, const std::optional<Tensor>& gradient, bool retain_graph) {
+  std::vector<Tensor> outputs{output};
+  std::vector<Tensor> given;
+  if (gradient) given.push_back(*gradient);
+  std::vector<Tensor> seeds = make_seeds(outputs, given, "backward");
+  std::vector<Tensor> order;
+  auto cot = propagate(outputs, seeds, order);
+  std::vector<Tensor> updated;
+  {
+    NoGradGuard no_grad;
+    for (Tensor& t : order) {
+      auto c = cot.find(t.node());
+      if (!t.node()->grad_leaf || c == cot.end()) continue;
+      Tensor g = t.grad();
+      Tensor sum = g.defined() ? add(g, c->second) : c->second;
+      t.set_grad(sum);
+      updated.push_back(sum);
+    }
+  }
+  cot.clear();
+  eval(updated);
+  if (retain_graph) return;
+  // Release the walked graph: evaluated intermediates keep only their data.
+  for (const Tensor& t : order) {
+    Node* n = t.node();
+    if (!n->grad_leaf && n->buffer) {
+      n->inputs.clear();
+      n->prim.reset();
+    }
+  }
+}
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs) {
+  for (const auto& x : inputs) {
+    if (!x.defined() || !x.requires_grad()) {
+      throw ValueError(errmsg("grad", "every input must require grad"));
+    }
+  }
+  std::vector<Tensor> seeds = make_seeds(outputs, grad_outputs, "grad");
+  // Inputs that are not leaves become temporary leaves so the walk stops and
+  // keeps their cotangent; the flag is restored afterwards.
+  std::vector<Node*> marked;
+  for (const auto& x : inputs) {
+    if (!x.node()->grad_leaf) {
+      x.node()->grad_leaf = true;
+      marked.push_back(x.node());
+    }
+  }
+  std::vector<Tensor> order;
+  std::unordered_map<Node*, Tensor> cot;
+  try {
+    cot = propagate(outputs, seeds, order);
+  } catch (...) {
+    for (Node* n : marked) n->grad_leaf = false;
+    throw;
+  }
+  for (Node* n : marked) n->grad_leaf = false;
+  std::vector<Tensor> result;
+  NoGradGuard no_grad;
+  for (const auto& x : inputs) {
+    auto c = cot.find(x.node());
+    result.push_back(c != cot.end() ? c->second : zeros(x.shape(), x.dtype(), x.device()));
+  }
+  return result;
+}
+
+}  // namespace pyflame
