@@ -51,6 +51,7 @@ struct Node {
   // by the user) is where backward stops and accumulates `grad`.
   bool requires_grad = false;
   bool grad_leaf = false;
+  bool graph_released = false;  // backward() already walked and freed this part
   std::shared_ptr<Node> grad;
   uint64_t id = 0;
 

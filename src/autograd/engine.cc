@@ -23,16 +23,18 @@ std::vector<Tensor> backward_order(const std::vector<Tensor>& outputs) {
   auto visit = [&](const Tensor& t) {
     if (t.requires_grad() && seen.insert(t.node()).second) stack.emplace_back(t, 0);
   };
-  for (const auto& t : outputs) visit(t);
-  while (!stack.empty()) {
-    auto& [t, i] = stack.back();
-    Node* n = t.node();
-    if (!n->grad_leaf && i < n->inputs.size()) {
-      const Tensor& in = n->inputs[i++];
-      visit(in);
-    } else {
-      order.push_back(t);
-      stack.pop_back();
+  for (const auto& out : outputs) {  // one at a time: outputs may feed each other
+    visit(out);
+    while (!stack.empty()) {
+      auto& [t, i] = stack.back();
+      Node* n = t.node();
+      if (!n->grad_leaf && i < n->inputs.size()) {
+        Tensor in = n->inputs[i++];  // a copy: visit() may grow the stack
+        visit(in);
+      } else {
+        order.push_back(t);
+        stack.pop_back();
+      }
     }
   }
   return order;
@@ -82,7 +84,7 @@ std::unordered_map<Node*, Tensor> propagate(const std::vector<Tensor>& outputs,
     Node* n = it->node();
     auto c = cot.find(n);
     if (n->grad_leaf || c == cot.end()) continue;
-    if (!n->prim) {
+    if (!n->prim || n->graph_released) {
       throw RuntimeError(errmsg("backward", "the graph was already released by an earlier "
                                             "backward(); pass retain_graph=True to backward "
                                             "through it twice"));
@@ -161,7 +163,9 @@ void backward(const Tensor& output, const std::optional<Tensor>& gradient, bool 
   // Release the walked graph: evaluated intermediates keep only their data.
   for (const Tensor& t : order) {
     Node* n = t.node();
-    if (!n->grad_leaf && n->buffer) {
+    if (n->grad_leaf) continue;
+    n->graph_released = true;
+    if (n->buffer) {  // unevaluated nodes keep what computing them needs
       n->inputs.clear();
       n->prim.reset();
     }

@@ -17,15 +17,18 @@ std::vector<Node*> topo_order(const std::vector<Tensor>& outputs) {
   auto visit = [&](Node* n) {
     if (!n->buffer && seen.insert(n).second) stack.emplace_back(n, 0);
   };
-  for (const auto& t : outputs) visit(t.node());
-  while (!stack.empty()) {
-    auto [n, i] = stack.back();
-    if (i < n->inputs.size()) {
-      stack.back().second = i + 1;
-      visit(n->inputs[i].node());
-    } else {
-      order.push_back(n);
-      stack.pop_back();
+  // One output at a time: an output may be an input of a later one.
+  for (const auto& t : outputs) {
+    visit(t.node());
+    while (!stack.empty()) {
+      auto [n, i] = stack.back();
+      if (i < n->inputs.size()) {
+        stack.back().second = i + 1;
+        visit(n->inputs[i].node());
+      } else {
+        order.push_back(n);
+        stack.pop_back();
+      }
     }
   }
   return order;

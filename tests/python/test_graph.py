@@ -165,3 +165,10 @@ def test_threads_random_draws_are_distinct(device):
         assert abs(draws[i].mean()) < 0.2 and abs(draws[i].std() - 1) < 0.2
         for j in range(i):
             assert not np.array_equal(draws[i], draws[j])
+
+
+def test_eval_outputs_that_feed_each_other(device):
+    c = pf.ones(3, 4, device=device)
+    n = -c
+    pf.eval(c, n)  # c is an output and an input of a later output
+    np.testing.assert_array_equal(n.numpy(), -np.ones((3, 4), np.float32))
