@@ -21,6 +21,7 @@ class Rope : public Primitive {
       : theta(th), offset(off), interleaved(inter), has_positions(has_pos) {}
   const char* name() const override { return "rope"; }
   PF_EVAL_DECLS
+  PF_VJP_DECL
   // inv_freq[j] = theta^(-2j/D), evaluated in double and rounded to float,
   // on the host for both backends.
   static float inv_freq(float theta, int64_t j, int64_t D) {
@@ -40,6 +41,7 @@ class Attention : public Primitive {
   Attention(float s, bool c, int64_t off) : scale(s), causal(c), causal_offset(off) {}
   const char* name() const override { return "scaled_dot_product_attention"; }
   PF_EVAL_DECLS
+  PF_VJP_DECL
   float scale;
   bool causal;
   int64_t causal_offset;

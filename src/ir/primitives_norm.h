@@ -22,6 +22,7 @@ class LayerNorm : public Primitive {
       : cols(cols_), eps(eps_), has_weight(w), has_bias(b) {}
   const char* name() const override { return "layer_norm"; }
   PF_EVAL_DECLS
+  PF_VJP_DECL
   int64_t cols;
   double eps;
   bool has_weight, has_bias;
@@ -33,6 +34,7 @@ class RMSNorm : public Primitive {
   RMSNorm(double eps_, bool w) : eps(eps_), has_weight(w) {}
   const char* name() const override { return "rms_norm"; }
   PF_EVAL_DECLS
+  PF_VJP_DECL
   double eps;
   bool has_weight;
 };
@@ -45,6 +47,7 @@ class GroupNorm : public Primitive {
       : groups(groups_), eps(eps_), has_weight(w), has_bias(b) {}
   const char* name() const override { return "group_norm"; }
   PF_EVAL_DECLS
+  PF_VJP_DECL
   int64_t groups;
   double eps;
   bool has_weight, has_bias;

@@ -72,8 +72,8 @@ Tensor rope(const Tensor& x_in, const std::optional<Tensor>& positions, int64_t 
 // ---------------------------------------------------------------- attention
 
 namespace {
-
 const char* kSdpa = "scaled_dot_product_attention";
+}  // namespace
 
 // softmax(q k^T * scale + mask) v from matmul and softmax, with the key/value
 // heads broadcast over each group of query heads. mask: none, bool (true =
@@ -103,6 +103,8 @@ Tensor attention_composed(const Tensor& q, const Tensor& k, const Tensor& v, boo
   Tensor o = matmul(p, unsqueeze(v, 2));  // (B, Hkv, G, Sq, Dv)
   return reshape(o, {B, H, Sq, Dv});
 }
+
+namespace {
 
 Tensor attention_impl(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, bool causal,
                       std::optional<double> scale, int64_t offset, const std::optional<Tensor>& mask_in,

@@ -27,4 +27,9 @@ inline void check_shape(const Shape& s, const char* fn) {
   }
 }
 
+// Attention from matmul and softmax on 4-d (B, H, S, D) inputs (the fused
+// kernel's reference and its gradient path); mask already (B, H, Sq, Sk).
+Tensor attention_composed(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, float scale,
+                          int64_t offset, const std::optional<Tensor>& mask, double dropout_p);
+
 }  // namespace pyflame
