@@ -4,6 +4,7 @@
 #include <cmath>
 #include <thread>
 
+#include "pyflame/autograd.h"
 #include "pyflame/backend/rocm.h"
 #include "pyflame/errors.h"
 #include "pyflame/ops.h"
@@ -156,4 +157,38 @@ TEST(Errors, MessagesNameTheFunction) {
   EXPECT_THROW(max(zeros({0})), ValueError);
   EXPECT_THROW(select(zeros({3}), 0, 3), IndexError);
   EXPECT_THROW(reshape(zeros({6}), {4, -1}), ValueError);
+}
+
+TEST(Autograd, BackwardAccumulatesIntoLeaves) {
+  Tensor x = from({1, 2, 3}, {3});
+  Tensor w = from({0.5f, -1, 2}, {3});
+  x.set_requires_grad(true);
+  w.set_requires_grad(true);
+  Tensor loss = sum(mul(mul(x, x), w));  // d/dx = 2 x w, d/dw = x^2
+  backward(loss);
+  EXPECT_EQ(host(x.grad()), (std::vector<float>{1, -4, 12}));
+  EXPECT_EQ(host(w.grad()), (std::vector<float>{1, 4, 9}));
+  EXPECT_THROW(backward(loss), RuntimeError);  // the graph was released
+}
+
+TEST(Autograd, NoGradAndDetachRecordNothing) {
+  Tensor x = from({1, 2}, {2});
+  x.set_requires_grad(true);
+  {
+    NoGradGuard g;
+    EXPECT_FALSE(mul(x, x).requires_grad());
+  }
+  EXPECT_TRUE(mul(x, x).requires_grad());
+  EXPECT_FALSE(detach(mul(x, x)).requires_grad());
+  EXPECT_THROW(backward(sum(detach(x))), ValueError);
+}
+
+TEST(Autograd, FunctionalGradThroughViewsAndMatmul) {
+  Tensor a = from({1, 2, 3, 4, 5, 6}, {2, 3});
+  a.set_requires_grad(true);
+  // f = sum(a @ a^T) = sum_k (sum_i a_ik)^2, df/da_ik = 2 * column sum k.
+  Tensor f = sum(matmul(a, transpose(a, {})));
+  std::vector<Tensor> g = grad({f}, {a});
+  EXPECT_EQ(host(g[0]), (std::vector<float>{10, 14, 18, 10, 14, 18}));
+  EXPECT_FALSE(a.grad().defined());
 }
