@@ -4,6 +4,7 @@
 # poisoned), compute-sanitizer memcheck and racecheck over the C++ GPU tests,
 # the demo and the benchmarks, and prints a summary table last.
 #   PYFLAME_GPU=CUDA|ROCM (default CUDA)   STEPS="build cpp py ..." to choose
+#   PY_TESTS="tests/python/test_x.py ..." narrows the Python step
 # Logs go to $OUT (if set) or build/gpu-logs. Needs no network: Python
 # packages must be installed; OpenBLAS/GoogleTest may come unpacked in .deps/.
 set -uo pipefail
@@ -51,7 +52,7 @@ has build && run_step build "$PY" -m pip install -v --no-deps --no-build-isolati
   -C cmake.define.PYFLAME_BUILD_TESTS=ON -C cmake.define.PYFLAME_BUILD_BENCHMARKS=ON .
 has cpp && run_step cpp env PYFLAME_GPU_POISON=1 build/gpu/pyflame_tests
 has py && run_step py env PYFLAME_GPU_POISON=1 PYFLAME_TEST_DEVICES=cpu,rocm \
-  "$PY" -m pytest tests/python -q -p no:cacheprovider
+  "$PY" -m pytest ${PY_TESTS:-tests/python} -q -p no:cacheprovider
 has memcheck && run_step memcheck compute-sanitizer --tool memcheck --error-exitcode 3 \
   build/gpu/pyflame_tests --gtest_filter="$SAN_FILTER"
 has racecheck && run_step racecheck compute-sanitizer --tool racecheck --error-exitcode 3 \
@@ -59,7 +60,8 @@ has racecheck && run_step racecheck compute-sanitizer --tool racecheck --error-e
 # The op families' GPU kernels, driven from their Python tests (rocm cases).
 PYSAN_TESTS="tests/python/test_norm.py tests/python/test_loss.py tests/python/test_index.py
   tests/python/test_llm.py tests/python/test_softmax.py tests/python/test_conv.py
-  tests/python/test_pool.py tests/python/test_batch_norm.py"
+  tests/python/test_pool.py tests/python/test_batch_norm.py tests/python/test_autograd.py
+  tests/python/test_grad_norm_llm.py"
 has pysan && run_step pysan-mem env PYFLAME_TEST_DEVICES=rocm compute-sanitizer --tool memcheck \
   --error-exitcode 3 "$PY" -m pytest $PYSAN_TESTS -q -x -p no:cacheprovider
 has pysan && run_step pysan-race env PYFLAME_TEST_DEVICES=rocm compute-sanitizer --tool racecheck \
