@@ -133,7 +133,7 @@ def test_astype_and_to_device_grads(device):
     x = random_array((3, 4))
     check_vs_torch(lambda t: (t.astype("float16") * 2.0).astype("float32"),
                    lambda t: t * 2.0, [x], device, rtol=2e-3, atol=2e-3)
-    check_vs_torch(lambda t: t.to("cpu") * 3.0, lambda t: t * 3.0, [x], device)
+    check_vs_torch(lambda t: (t.to("cpu") * 3.0).to(device), lambda t: t * 3.0, [x], device)
 
 
 # ------------------------------------------------------------ the engine
