@@ -35,10 +35,23 @@ std::vector<Tensor> Softmax::vjp(const std::vector<Tensor>&, const Tensor& c, co
   return {sub(cy, mul(y, sum(cy, {-1}, true)))};
 }
 
+namespace {
+// A transposed view (x @ W.T): its gradient is computed transposed, so the
+// Transpose vjp hands the parameter a row-major gradient.
+bool column_major(const Tensor& t) {
+  const int n = t.ndim();
+  return n >= 2 && t.shape()[n - 1] > 1 && t.shape()[n - 2] > 1 && t.strides()[n - 2] == 1;
+}
+Tensor mT(const Tensor& t) { return swapaxes(t, -1, -2); }
+}  // namespace
+
+// dA = c B^T and dB = A^T c, each produced in its operand's memory order.
 std::vector<Tensor> Matmul::vjp(const std::vector<Tensor>& in, const Tensor& c, const Tensor&,
                                 const std::vector<int>& argnums) {
+  const Tensor &a = in[0], &b = in[1];
   return for_each_arg(argnums, [&](int i) {
-    return i == 0 ? matmul(c, swapaxes(in[1], -1, -2)) : matmul(swapaxes(in[0], -1, -2), c);
+    if (i == 0) return column_major(a) ? mT(matmul(b, mT(c))) : matmul(c, mT(b));
+    return column_major(b) ? mT(matmul(mT(c), a)) : matmul(mT(a), c);
   });
 }
 
