@@ -410,7 +410,8 @@ BatchNormResult batch_norm_update(const Tensor& x, const std::optional<Tensor>& 
   }
   Tensor stats = Tensor::make({2, C}, Dtype::Float32, dev, std::make_shared<BatchNormStats>(), {xc});
   Tensor mean = select(stats, 0, 0), var = select(stats, 0, 1);
-  res.output = Tensor::make(x.shape(), x.dtype(), dev, std::make_shared<BatchNorm>(eps), {xc, mean, var, w, b});
+  res.output = Tensor::make(x.shape(), x.dtype(), dev, std::make_shared<BatchNorm>(eps, /*batch=*/true),
+                            {xc, mean, var, w, b});
   if (running_mean) {
     auto blend = [&](const Tensor& run, const Tensor& batch, const Tensor& orig) {
       Tensor t = add(mul(run, scalar(1.0 - momentum, Dtype::Float32, dev)),
