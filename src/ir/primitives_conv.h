@@ -15,7 +15,10 @@
   X(Pool)                     \
   X(AdaptivePool)             \
   X(BatchNormStats)           \
-  X(BatchNorm)
+  X(BatchNorm)                \
+  X(ConvWeightGrad)           \
+  X(PoolGrad)                 \
+  X(AdaptivePoolGrad)
 
 namespace pyflame {
 
@@ -38,6 +41,7 @@ class Conv : public Primitive {
   }
   const char* name() const override { return nm.c_str(); }
   PF_EVAL_DECLS
+  PF_VJP_DECL
   ConvGeometry geom;
   bool has_bias;
   std::string nm;
@@ -58,6 +62,7 @@ class Pool : public Primitive {
   const char* name() const override { return nm.c_str(); }
   int nspatial() const { return static_cast<int>(kernel.size()); }
   PF_EVAL_DECLS
+  PF_VJP_DECL
   PoolKind kind;
   std::vector<int64_t> kernel, stride, padding, dilation;
   bool ceil_mode, count_include_pad;
@@ -75,6 +80,7 @@ class AdaptivePool : public Primitive {
                     std::to_string(nsp) + "d") {}
   const char* name() const override { return nm.c_str(); }
   PF_EVAL_DECLS
+  PF_VJP_DECL
   PoolKind kind;
   std::string nm;
 };
@@ -85,17 +91,70 @@ class BatchNormStats : public Primitive {
  public:
   const char* name() const override { return "batch_norm"; }
   PF_EVAL_DECLS
+  PF_VJP_DECL
 };
 
 // y = (x - mean) / sqrt(var + eps) * weight + bias per channel (axis 1).
 // Inputs: x (N, C, *spatial), then mean, var, weight, bias, each a float32
-// (C) vector.
+// (C) vector. batch_stats: mean and var are x's batch statistics (training),
+// which gradients flow through; otherwise they are running statistics,
+// constants of the graph.
 class BatchNorm : public Primitive {
  public:
-  explicit BatchNorm(double e) : eps(e) {}
+  explicit BatchNorm(double e, bool batch = false) : eps(e), batch_stats(batch) {}
   const char* name() const override { return "batch_norm"; }
   PF_EVAL_DECLS
+  PF_VJP_DECL
   double eps;
+  bool batch_stats;
+};
+
+// ---- backward primitives (no vjp of their own: gradients are not
+// differentiated again) ----
+
+// The gradient of a forward convolution with respect to its weight. Inputs:
+// x (N, Cin, *in), the convolution's input, and gy (N, Cout, *out), the
+// cotangent of its output (out by the forward rule of geom). Output
+// (Cout, Cin/groups, *k): dw[k][c][t] = sum over n, o of
+// gy[n][k][o] * x[n][g*Cin/groups + c][o*stride - padding + t*dilation]
+// (zero outside x) for k in group g.
+class ConvWeightGrad : public Primitive {
+ public:
+  explicit ConvWeightGrad(ConvGeometry g) : geom(std::move(g)) {
+    nm = "conv" + std::to_string(geom.nspatial()) + "d_weight_grad";
+  }
+  const char* name() const override { return nm.c_str(); }
+  PF_EVAL_DECLS
+  ConvGeometry geom;
+  std::string nm;
+};
+
+// The gradient of pooling with respect to its input. Inputs: x (N, C, *in),
+// y = pool(x) and gy (y's cotangent); output dx (x's shape). Max pooling
+// sends each output's cotangent to the first maximum of its window (the
+// last NaN where there is one), as PyTorch; averaging spreads it over the
+// window with the forward divisor.
+class PoolGrad : public Primitive {
+ public:
+  explicit PoolGrad(const Pool& p) : pool(p) { nm = std::string(p.name()) + "_grad"; }
+  const char* name() const override { return nm.c_str(); }
+  PF_EVAL_DECLS
+  Pool pool;  // the forward pooling's parameters
+  std::string nm;
+};
+
+// The gradient of adaptive pooling with respect to its input. Inputs:
+// x (N, C, *in) and gy (N, C, *out); output dx (x's shape), with
+// AdaptivePool's windows and PoolGrad's rules.
+class AdaptivePoolGrad : public Primitive {
+ public:
+  AdaptivePoolGrad(PoolKind k, int nsp)
+      : kind(k), nm(std::string(k == PoolKind::Max ? "adaptive_max_pool" : "adaptive_avg_pool") +
+                    std::to_string(nsp) + "d_grad") {}
+  const char* name() const override { return nm.c_str(); }
+  PF_EVAL_DECLS
+  PoolKind kind;
+  std::string nm;
 };
 
 }  // namespace pyflame

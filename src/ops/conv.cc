@@ -4,6 +4,7 @@
 #include <string>
 
 #include "ops/op_utils.h"
+#include "pyflame/autograd.h"
 
 namespace pyflame {
 
@@ -410,8 +411,11 @@ BatchNormResult batch_norm_update(const Tensor& x, const std::optional<Tensor>& 
   }
   Tensor stats = Tensor::make({2, C}, Dtype::Float32, dev, std::make_shared<BatchNormStats>(), {xc});
   Tensor mean = select(stats, 0, 0), var = select(stats, 0, 1);
-  res.output = Tensor::make(x.shape(), x.dtype(), dev, std::make_shared<BatchNorm>(eps), {xc, mean, var, w, b});
+  res.output = Tensor::make(x.shape(), x.dtype(), dev, std::make_shared<BatchNorm>(eps, /*batch=*/true),
+                            {xc, mean, var, w, b});
   if (running_mean) {
+    // Running statistics are state, not part of the differentiated graph.
+    NoGradGuard no_grad;
     auto blend = [&](const Tensor& run, const Tensor& batch, const Tensor& orig) {
       Tensor t = add(mul(run, scalar(1.0 - momentum, Dtype::Float32, dev)),
                      mul(batch, scalar(momentum, Dtype::Float32, dev)));

@@ -1,6 +1,7 @@
 // Convolution on the CPU: im2col + OpenBLAS sgemm per (batch, group), for 1
 // to 3 spatial axes through one 3-d implementation (missing leading axes
-// have size 1). Transposed convolution is the matching sgemm + col2im.
+// have size 1). Transposed convolution is the matching sgemm + col2im; the
+// weight gradient is im2col + sgemm against the output cotangent.
 // 16-bit floats are widened to float32 (fp32 accumulation, as on the GPU).
 #include <cblas.h>
 
@@ -158,7 +159,50 @@ void conv_transpose_forward(const float* x, const float* w, float* y, int64_t N,
   }
 }
 
+// dw (Cout, Cin/groups * kvol) = sum over n of gy[n] (Cout, ovol) times the
+// column matrix of x[n] (Cin/groups * kvol, ovol) transposed, per group: the
+// forward sgemm with the roles of weight and output swapped.
+void conv_weight_backward(const float* x, const float* gy, float* dw, int64_t N, int64_t Cin, int64_t Cout,
+                          int64_t groups, const Geom3& G) {
+  const int64_t Cg = Cin / groups, Kg = Cout / groups, kvol = G.kvol(), ivol = G.ivol(), ovol = G.ovol();
+  const int64_t rows = Cg * kvol;
+  std::fill(dw, dw + Cout * rows, 0.0f);
+  if (rows == 0 || Kg == 0 || ovol == 0) return;
+  const bool direct = kvol == 1 && G.s[0] == 1 && G.s[1] == 1 && G.s[2] == 1 && G.p[0] == 0 && G.p[1] == 0 &&
+                      G.p[2] == 0;
+  const int64_t chunk = direct ? ovol : std::max<int64_t>(1, std::min(ovol, kMaxColumnFloats / rows));
+  std::vector<float> cols(direct ? 0 : rows * chunk);
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t g = 0; g < groups; ++g) {
+      const float* xg = x + (n * Cin + g * Cg) * ivol;
+      const float* gyg = gy + (n * Cout + g * Kg) * ovol;
+      float* dwg = dw + g * Kg * rows;
+      for (int64_t o0 = 0; o0 < ovol; o0 += chunk) {
+        const int64_t o1 = std::min(ovol, o0 + chunk), m = o1 - o0;
+        const float* b = xg + o0;
+        int64_t ldb = ivol;
+        if (!direct) {
+          im2col(xg, Cg, G, o0, o1, cols.data());
+          b = cols.data();
+          ldb = m;
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Kg, rows, m, 1.0f, gyg + o0, ovol, b, ldb, 1.0f, dwg,
+                    rows);
+      }
+    }
+  }
+}
+
 }  // namespace
+
+void ConvWeightGrad::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
+  const Tensor &x = in[0], &gy = in[1];
+  const Geom3 G = conv_geom3(geom, x.shape(), out.shape(), gy.shape());
+  cpu::FloatView xf(x), gf(gy);
+  cpu::FloatOut wf(out);
+  conv_weight_backward(xf.data(), gf.data(), wf.data(), x.shape(0), x.shape(1), gy.shape(1), geom.groups, G);
+  wf.commit();
+}
 
 void Conv::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
   const Tensor &x = in[0], &w = in[1];

@@ -240,6 +240,7 @@ void set_conv_descs(ConvDescs& D, const Lifted& L, Dtype dt, int64_t groups) {
 // pass and x for the backward-data pass (conv_transpose).
 struct ConvFwd {
   using XPtr = const void*;
+  using WPtr = const void*;
   using YPtr = void*;
   static constexpr const char* fn = "conv";
   static constexpr const char* key_prefix = "conv_fwd";
@@ -249,7 +250,7 @@ struct ConvFwd {
   static void find_workspace(DnnHandle& H, const ConvDescs& D, size_t& find_ws) {
     PF_DNN_CHECK(miopenConvolutionForwardGetWorkSpaceSize(H.h, D.w.d, D.x.d, D.conv.d, D.y.d, &find_ws));
   }
-  static void find(DnnHandle& H, const ConvDescs& D, XPtr x, const void* w, YPtr y, miopenConvAlgoPerf_t* perf,
+  static void find(DnnHandle& H, const ConvDescs& D, XPtr x, WPtr w, YPtr y, miopenConvAlgoPerf_t* perf,
                    int& n, const std::shared_ptr<Buffer>& buf, size_t find_ws) {
     PF_DNN_CHECK(miopenFindConvolutionForwardAlgorithm(H.h, D.x.d, x, D.w.d, w, D.conv.d, D.y.d, y, 8, &n, perf,
                                                        ptr_of(buf), find_ws, true));
@@ -264,7 +265,7 @@ struct ConvFwd {
   static void compile(DnnHandle& H, const ConvDescs& D, uint64_t solution) {
     PF_DNN_CHECK(miopenConvolutionForwardCompileSolution(H.h, D.w.d, D.x.d, D.conv.d, D.y.d, solution));
   }
-  static void run(DnnHandle& H, const ConvDescs& D, XPtr x, const void* w, YPtr y, const std::shared_ptr<Buffer>& buf,
+  static void run(DnnHandle& H, const ConvDescs& D, XPtr x, WPtr w, YPtr y, const std::shared_ptr<Buffer>& buf,
                   size_t ws, uint64_t solution) {
     PF_DNN_CHECK(miopenConvolutionForwardImmediate(H.h, D.w.d, w, D.x.d, x, D.conv.d, D.y.d, y, ptr_of(buf), ws,
                                                    solution));
@@ -273,6 +274,7 @@ struct ConvFwd {
 
 struct ConvBwdData {
   using XPtr = void*;
+  using WPtr = const void*;
   using YPtr = const void*;
   static constexpr const char* fn = "conv_transpose";
   static constexpr const char* key_prefix = "conv_bwd_data";
@@ -282,7 +284,7 @@ struct ConvBwdData {
   static void find_workspace(DnnHandle& H, const ConvDescs& D, size_t& find_ws) {
     PF_DNN_CHECK(miopenConvolutionBackwardDataGetWorkSpaceSize(H.h, D.y.d, D.w.d, D.conv.d, D.x.d, &find_ws));
   }
-  static void find(DnnHandle& H, const ConvDescs& D, XPtr x, const void* w, YPtr y, miopenConvAlgoPerf_t* perf,
+  static void find(DnnHandle& H, const ConvDescs& D, XPtr x, WPtr w, YPtr y, miopenConvAlgoPerf_t* perf,
                    int& n, const std::shared_ptr<Buffer>& buf, size_t find_ws) {
     PF_DNN_CHECK(miopenFindConvolutionBackwardDataAlgorithm(H.h, D.y.d, y, D.w.d, w, D.conv.d, D.x.d, x, 8, &n,
                                                             perf, ptr_of(buf), find_ws, true));
@@ -297,17 +299,53 @@ struct ConvBwdData {
   static void compile(DnnHandle& H, const ConvDescs& D, uint64_t solution) {
     PF_DNN_CHECK(miopenConvolutionBackwardDataCompileSolution(H.h, D.y.d, D.w.d, D.conv.d, D.x.d, solution));
   }
-  static void run(DnnHandle& H, const ConvDescs& D, XPtr x, const void* w, YPtr y, const std::shared_ptr<Buffer>& buf,
+  static void run(DnnHandle& H, const ConvDescs& D, XPtr x, WPtr w, YPtr y, const std::shared_ptr<Buffer>& buf,
                   size_t ws, uint64_t solution) {
     PF_DNN_CHECK(miopenConvolutionBackwardDataImmediate(H.h, D.y.d, y, D.w.d, w, D.conv.d, D.x.d, x, ptr_of(buf), ws,
                                                         solution));
   }
 };
 
-// Solution selection shared by both directions: tuning-cache hit, else
+// The backward-weights pass (the weight gradient): w is the output, x and y
+// (the output cotangent) the inputs.
+struct ConvBwdWeights {
+  using XPtr = const void*;
+  using WPtr = void*;
+  using YPtr = const void*;
+  static constexpr const char* fn = "conv_weight_grad";
+  static constexpr const char* key_prefix = "conv_bwd_weights";
+  static miopenStatus_t solution_workspace(DnnHandle& H, const ConvDescs& D, uint64_t solution, size_t* ws) {
+    return miopenConvolutionBackwardWeightsGetSolutionWorkspaceSize(H.h, D.y.d, D.x.d, D.conv.d, D.w.d, solution, ws);
+  }
+  static void find_workspace(DnnHandle& H, const ConvDescs& D, size_t& find_ws) {
+    PF_DNN_CHECK(miopenConvolutionBackwardWeightsGetWorkSpaceSize(H.h, D.y.d, D.x.d, D.conv.d, D.w.d, &find_ws));
+  }
+  static void find(DnnHandle& H, const ConvDescs& D, XPtr x, WPtr w, YPtr y, miopenConvAlgoPerf_t* perf, int& n,
+                   const std::shared_ptr<Buffer>& buf, size_t find_ws) {
+    PF_DNN_CHECK(miopenFindConvolutionBackwardWeightsAlgorithm(H.h, D.y.d, y, D.x.d, x, D.conv.d, D.w.d, w, 8, &n,
+                                                               perf, ptr_of(buf), find_ws, true));
+  }
+  static void solution_count(DnnHandle& H, const ConvDescs& D, size_t& count) {
+    PF_DNN_CHECK(miopenConvolutionBackwardWeightsGetSolutionCount(H.h, D.y.d, D.x.d, D.conv.d, D.w.d, &count));
+  }
+  static void solutions(DnnHandle& H, const ConvDescs& D, std::vector<miopenConvSolution_t>& sols, size_t& count) {
+    PF_DNN_CHECK(miopenConvolutionBackwardWeightsGetSolution(H.h, D.y.d, D.x.d, D.conv.d, D.w.d, sols.size(), &count,
+                                                             sols.data()));
+  }
+  static void compile(DnnHandle& H, const ConvDescs& D, uint64_t solution) {
+    PF_DNN_CHECK(miopenConvolutionBackwardWeightsCompileSolution(H.h, D.y.d, D.x.d, D.conv.d, D.w.d, solution));
+  }
+  static void run(DnnHandle& H, const ConvDescs& D, XPtr x, WPtr w, YPtr y, const std::shared_ptr<Buffer>& buf,
+                  size_t ws, uint64_t solution) {
+    PF_DNN_CHECK(miopenConvolutionBackwardWeightsImmediate(H.h, D.y.d, y, D.x.d, x, D.conv.d, D.w.d, w, ptr_of(buf),
+                                                           ws, solution));
+  }
+};
+
+// Solution selection shared by all directions: tuning-cache hit, else
 // (optionally) Find to fill MIOpen's find-db, then GetSolution, compile, cache.
 template <class Dir>
-void conv_chunk(DeviceContext& ctx, const ConvProblem& p, typename Dir::XPtr x, const void* w,
+void conv_chunk(DeviceContext& ctx, const ConvProblem& p, typename Dir::XPtr x, typename Dir::WPtr w,
                 typename Dir::YPtr y) {
   const char* fn = Dir::fn;
   const Lifted L = lift(p, fn);
@@ -362,23 +400,63 @@ void conv_backward_data_chunk(DeviceContext& ctx, const ConvProblem& p, void* x,
   conv_chunk<ConvBwdData>(ctx, p, x, w, y);
 }
 
-bool pool_forward_impl(DeviceContext& ctx, Dtype dtype, PoolMode mode, const std::vector<int>& xd,
-                       const void* x, const std::vector<int>& yd, void* y, const std::vector<int>& k,
-                       const std::vector<int>& s, const std::vector<int>& p) {
+void conv_backward_weights_chunk(DeviceContext& ctx, const ConvProblem& p, const void* x, void* w, const void* y) {
+  conv_chunk<ConvBwdWeights>(ctx, p, x, w, y);
+}
+
+// dst += src for two dense tensors of `dims`: C = 1 * A + 0 * B + 1 * C with
+// A = B = src, so that no input aliases the output.
+void accumulate(DeviceContext& ctx, Dtype dtype, const std::vector<int>& dims, void* dst, const void* src) {
+  TensorDesc D;
+  PF_DNN_CHECK(D.set(dnn_type(dtype), dims));
+  DnnHandle& H = handle_for(ctx);
+  std::lock_guard lk(H.mu);
+  const float one = 1.0f, zero = 0.0f;
+  PF_DNN_CHECK(miopenOpTensor(H.h, miopenTensorOpAdd, &one, D.d, src, &zero, D.d, src, &one, D.d, dst));
+}
+
+// Descriptors of a pooling problem; false when MIOpen cannot describe it.
+bool set_pool_descs(TensorDesc& xD, TensorDesc& yD, PoolDesc& pD, Dtype dtype, PoolMode mode,
+                    const std::vector<int>& xd, const std::vector<int>& yd, const std::vector<int>& k,
+                    const std::vector<int>& s, const std::vector<int>& p) {
   if (dtype == Dtype::BFloat16) return false;
-  TensorDesc xD, yD;
-  PoolDesc pD;
   const miopenDataType_t t = dnn_type(dtype);
   if (xD.set(t, xd) != miopenStatusSuccess || yD.set(t, yd) != miopenStatusSuccess) return false;
   const miopenPoolingMode_t m = mode == PoolMode::Max             ? miopenPoolingMax
                                 : mode == PoolMode::AvgIncludePad ? miopenPoolingAverageInclusive
                                                                   : miopenPoolingAverage;
-  miopenStatus_t st = miopenSetNdPoolingDescriptor(pD.d, m, static_cast<int>(k.size()), k.data(), p.data(), s.data());
-  if (st != miopenStatusSuccess) return false;
+  return miopenSetNdPoolingDescriptor(pD.d, m, static_cast<int>(k.size()), k.data(), p.data(), s.data()) ==
+         miopenStatusSuccess;
+}
+
+bool pool_forward_impl(DeviceContext& ctx, Dtype dtype, PoolMode mode, const std::vector<int>& xd,
+                       const void* x, const std::vector<int>& yd, void* y, const std::vector<int>& k,
+                       const std::vector<int>& s, const std::vector<int>& p) {
+  TensorDesc xD, yD;
+  PoolDesc pD;
+  if (!set_pool_descs(xD, yD, pD, dtype, mode, xd, yd, k, s, p)) return false;
   DnnHandle& H = handle_for(ctx);
   std::lock_guard lk(H.mu);
   const float alpha = 1.0f, beta = 0.0f;
-  st = miopenPoolingForward(H.h, pD.d, &alpha, xD.d, x, &beta, yD.d, y, false, nullptr, 0);
+  const miopenStatus_t st = miopenPoolingForward(H.h, pD.d, &alpha, xD.d, x, &beta, yD.d, y, false, nullptr, 0);
+  if (soft_failure(st)) return false;
+  PF_DNN_CHECK(st);
+  return true;
+}
+
+// Average pooling's backward pass needs no workspace (only max pooling
+// reads the indices a forward pass records).
+bool pool_backward_impl(DeviceContext& ctx, Dtype dtype, PoolMode mode, const std::vector<int>& xd, const void* x,
+                        void* dx, const std::vector<int>& yd, const void* y, const void* dy,
+                        const std::vector<int>& k, const std::vector<int>& s, const std::vector<int>& p) {
+  TensorDesc xD, yD;
+  PoolDesc pD;
+  if (!set_pool_descs(xD, yD, pD, dtype, mode, xd, yd, k, s, p)) return false;
+  DnnHandle& H = handle_for(ctx);
+  std::lock_guard lk(H.mu);
+  const float alpha = 1.0f, beta = 0.0f;
+  const miopenStatus_t st =
+      miopenPoolingBackward(H.h, pD.d, &alpha, yD.d, y, yD.d, dy, xD.d, x, &beta, xD.d, dx, nullptr);
   if (soft_failure(st)) return false;
   PF_DNN_CHECK(st);
   return true;
@@ -521,6 +599,7 @@ const Perf* first_usable(const Perf* perf, int n, size_t limit) {
 // pass and x for the backward-data pass (conv_transpose).
 struct ConvFwd {
   using XPtr = const void*;
+  using WPtr = const void*;
   using YPtr = void*;
   using Algo = cudnnConvolutionFwdAlgo_t;
   using Perf = cudnnConvolutionFwdAlgoPerf_t;
@@ -533,7 +612,7 @@ struct ConvFwd {
   static void workspace_checked(DnnHandle& H, const ConvDescs& D, Algo algo, size_t& ws) {
     PF_DNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(H.h, D.x.d, D.w.d, D.conv.d, D.y.d, algo, &ws));
   }
-  static void find(DnnHandle& H, const ConvDescs& D, XPtr x, const void* w, YPtr y, Perf* perf, int& n,
+  static void find(DnnHandle& H, const ConvDescs& D, XPtr x, WPtr w, YPtr y, Perf* perf, int& n,
                    const std::shared_ptr<Buffer>& buf, size_t find_ws) {
     PF_DNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(H.h, D.x.d, x, D.w.d, w, D.conv.d, D.y.d, y,
                                                         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ptr_of(buf),
@@ -543,7 +622,7 @@ struct ConvFwd {
     PF_DNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(H.h, D.x.d, D.w.d, D.conv.d, D.y.d,
                                                         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf));
   }
-  static void run(DnnHandle& H, const ConvDescs& D, XPtr x, const void* w, YPtr y, Algo algo,
+  static void run(DnnHandle& H, const ConvDescs& D, XPtr x, WPtr w, YPtr y, Algo algo,
                   const std::shared_ptr<Buffer>& buf, size_t ws) {
     const float alpha = 1.0f, beta = 0.0f;
     PF_DNN_CHECK(cudnnConvolutionForward(H.h, &alpha, D.x.d, x, D.w.d, w, D.conv.d, algo, ptr_of(buf), ws, &beta,
@@ -553,6 +632,7 @@ struct ConvFwd {
 
 struct ConvBwdData {
   using XPtr = void*;
+  using WPtr = const void*;
   using YPtr = const void*;
   using Algo = cudnnConvolutionBwdDataAlgo_t;
   using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
@@ -565,7 +645,7 @@ struct ConvBwdData {
   static void workspace_checked(DnnHandle& H, const ConvDescs& D, Algo algo, size_t& ws) {
     PF_DNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(H.h, D.w.d, D.y.d, D.conv.d, D.x.d, algo, &ws));
   }
-  static void find(DnnHandle& H, const ConvDescs& D, XPtr x, const void* w, YPtr y, Perf* perf, int& n,
+  static void find(DnnHandle& H, const ConvDescs& D, XPtr x, WPtr w, YPtr y, Perf* perf, int& n,
                    const std::shared_ptr<Buffer>& buf, size_t find_ws) {
     PF_DNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(H.h, D.w.d, w, D.y.d, y, D.conv.d, D.x.d, x,
                                                              CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf,
@@ -575,7 +655,7 @@ struct ConvBwdData {
     PF_DNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(H.h, D.w.d, D.y.d, D.conv.d, D.x.d,
                                                              CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf));
   }
-  static void run(DnnHandle& H, const ConvDescs& D, XPtr x, const void* w, YPtr y, Algo algo,
+  static void run(DnnHandle& H, const ConvDescs& D, XPtr x, WPtr w, YPtr y, Algo algo,
                   const std::shared_ptr<Buffer>& buf, size_t ws) {
     const float alpha = 1.0f, beta = 0.0f;
     PF_DNN_CHECK(cudnnConvolutionBackwardData(H.h, &alpha, D.w.d, w, D.y.d, y, D.conv.d, algo, ptr_of(buf), ws,
@@ -583,10 +663,45 @@ struct ConvBwdData {
   }
 };
 
-// Algorithm selection shared by both directions: tuning-cache hit (algo and
+// The backward-filter pass (the weight gradient): w is the output, x and y
+// (the output cotangent) the inputs.
+struct ConvBwdWeights {
+  using XPtr = const void*;
+  using WPtr = void*;
+  using YPtr = const void*;
+  using Algo = cudnnConvolutionBwdFilterAlgo_t;
+  using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
+  static constexpr int kAlgoCount = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+  static constexpr const char* fn = "conv_weight_grad";
+  static constexpr const char* key_prefix = "conv_bwd_weights";
+  static cudnnStatus_t workspace(DnnHandle& H, const ConvDescs& D, Algo algo, size_t* ws) {
+    return cudnnGetConvolutionBackwardFilterWorkspaceSize(H.h, D.x.d, D.y.d, D.conv.d, D.w.d, algo, ws);
+  }
+  static void workspace_checked(DnnHandle& H, const ConvDescs& D, Algo algo, size_t& ws) {
+    PF_DNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(H.h, D.x.d, D.y.d, D.conv.d, D.w.d, algo, &ws));
+  }
+  static void find(DnnHandle& H, const ConvDescs& D, XPtr x, WPtr w, YPtr y, Perf* perf, int& n,
+                   const std::shared_ptr<Buffer>& buf, size_t find_ws) {
+    PF_DNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(H.h, D.x.d, x, D.y.d, y, D.conv.d, D.w.d, w,
+                                                               CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf,
+                                                               ptr_of(buf), find_ws));
+  }
+  static void get(DnnHandle& H, const ConvDescs& D, Perf* perf, int& n) {
+    PF_DNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(H.h, D.x.d, D.y.d, D.conv.d, D.w.d,
+                                                               CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf));
+  }
+  static void run(DnnHandle& H, const ConvDescs& D, XPtr x, WPtr w, YPtr y, Algo algo,
+                  const std::shared_ptr<Buffer>& buf, size_t ws) {
+    const float alpha = 1.0f, beta = 0.0f;
+    PF_DNN_CHECK(cudnnConvolutionBackwardFilter(H.h, &alpha, D.x.d, x, D.y.d, y, D.conv.d, algo, ptr_of(buf), ws,
+                                                &beta, D.w.d, w));
+  }
+};
+
+// Algorithm selection shared by all directions: tuning-cache hit (algo and
 // math type), else exhaustive FindEx or heuristic Get_v7, then cache.
 template <class Dir>
-void conv_chunk(DeviceContext& ctx, const ConvProblem& p, typename Dir::XPtr x, const void* w,
+void conv_chunk(DeviceContext& ctx, const ConvProblem& p, typename Dir::XPtr x, typename Dir::WPtr w,
                 typename Dir::YPtr y) {
   using Algo = typename Dir::Algo;
   using Perf = typename Dir::Perf;
@@ -648,23 +763,58 @@ void conv_backward_data_chunk(DeviceContext& ctx, const ConvProblem& p, void* x,
   conv_chunk<ConvBwdData>(ctx, p, x, w, y);
 }
 
-bool pool_forward_impl(DeviceContext& ctx, Dtype dtype, PoolMode mode, const std::vector<int>& xd,
-                       const void* x, const std::vector<int>& yd, void* y, const std::vector<int>& k,
-                       const std::vector<int>& s, const std::vector<int>& p) {
-  TensorDesc xD, yD;
-  PoolDesc pD;
+void conv_backward_weights_chunk(DeviceContext& ctx, const ConvProblem& p, const void* x, void* w, const void* y) {
+  conv_chunk<ConvBwdWeights>(ctx, p, x, w, y);
+}
+
+// dst += src for two dense tensors of `dims`.
+void accumulate(DeviceContext& ctx, Dtype dtype, const std::vector<int>& dims, void* dst, const void* src) {
+  TensorDesc D;
+  PF_DNN_CHECK(D.set(dnn_type(dtype), dims));
+  DnnHandle& H = handle_for(ctx);
+  std::lock_guard lk(H.mu);
+  const float one = 1.0f;
+  PF_DNN_CHECK(cudnnAddTensor(H.h, &one, D.d, src, &one, D.d, dst));
+}
+
+// Descriptors of a pooling problem; false when cuDNN cannot describe it.
+bool set_pool_descs(TensorDesc& xD, TensorDesc& yD, PoolDesc& pD, Dtype dtype, PoolMode mode,
+                    const std::vector<int>& xd, const std::vector<int>& yd, const std::vector<int>& k,
+                    const std::vector<int>& s, const std::vector<int>& p) {
   const cudnnDataType_t t = dnn_type(dtype);
   if (xD.set(t, xd) != CUDNN_STATUS_SUCCESS || yD.set(t, yd) != CUDNN_STATUS_SUCCESS) return false;
   const cudnnPoolingMode_t m = mode == PoolMode::Max             ? CUDNN_POOLING_MAX
                                : mode == PoolMode::AvgIncludePad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
                                                                  : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
-  cudnnStatus_t st = cudnnSetPoolingNdDescriptor(pD.d, m, CUDNN_PROPAGATE_NAN, static_cast<int>(k.size()), k.data(),
-                                                 p.data(), s.data());
-  if (st != CUDNN_STATUS_SUCCESS) return false;
+  return cudnnSetPoolingNdDescriptor(pD.d, m, CUDNN_PROPAGATE_NAN, static_cast<int>(k.size()), k.data(), p.data(),
+                                     s.data()) == CUDNN_STATUS_SUCCESS;
+}
+
+bool pool_forward_impl(DeviceContext& ctx, Dtype dtype, PoolMode mode, const std::vector<int>& xd,
+                       const void* x, const std::vector<int>& yd, void* y, const std::vector<int>& k,
+                       const std::vector<int>& s, const std::vector<int>& p) {
+  TensorDesc xD, yD;
+  PoolDesc pD;
+  if (!set_pool_descs(xD, yD, pD, dtype, mode, xd, yd, k, s, p)) return false;
   DnnHandle& H = handle_for(ctx);
   std::lock_guard lk(H.mu);
   const float alpha = 1.0f, beta = 0.0f;
-  st = cudnnPoolingForward(H.h, pD.d, &alpha, xD.d, x, &beta, yD.d, y);
+  const cudnnStatus_t st = cudnnPoolingForward(H.h, pD.d, &alpha, xD.d, x, &beta, yD.d, y);
+  if (soft_failure(st)) return false;
+  PF_DNN_CHECK(st);
+  return true;
+}
+
+bool pool_backward_impl(DeviceContext& ctx, Dtype dtype, PoolMode mode, const std::vector<int>& xd, const void* x,
+                        void* dx, const std::vector<int>& yd, const void* y, const void* dy,
+                        const std::vector<int>& k, const std::vector<int>& s, const std::vector<int>& p) {
+  TensorDesc xD, yD;
+  PoolDesc pD;
+  if (!set_pool_descs(xD, yD, pD, dtype, mode, xd, yd, k, s, p)) return false;
+  DnnHandle& H = handle_for(ctx);
+  std::lock_guard lk(H.mu);
+  const float alpha = 1.0f, beta = 0.0f;
+  const cudnnStatus_t st = cudnnPoolingBackward(H.h, pD.d, &alpha, yD.d, y, yD.d, dy, xD.d, x, &beta, xD.d, dx);
   if (soft_failure(st)) return false;
   PF_DNN_CHECK(st);
   return true;
@@ -720,9 +870,30 @@ void conv_backward_data(DeviceContext& ctx, const ConvProblem& p, void* x, const
   });
 }
 
-bool pool_forward(DeviceContext& ctx, Dtype dtype, PoolMode mode, const Shape& x_shape, const void* x,
-                  const Shape& y_shape, void* y, const std::vector<int64_t>& kernel,
-                  const std::vector<int64_t>& stride, const std::vector<int64_t>& padding) {
+void conv_backward_weights(DeviceContext& ctx, const ConvProblem& p, const void* x, void* w, const void* y) {
+  DeviceGuard g(ctx.device);
+  const size_t es = itemsize(p.dtype);
+  const int64_t xs = shape_size(p.x) / std::max<int64_t>(p.x[0], 1), ys = shape_size(p.y) / std::max<int64_t>(p.y[0], 1);
+  std::shared_ptr<Buffer> part;  // later batch chunks' gradients, added into w
+  for_batch_chunks(p, "conv_weight_grad", [&](int64_t n0, int64_t n) {
+    const void* xc = static_cast<const char*>(x) + n0 * xs * es;
+    const void* yc = static_cast<const char*>(y) + n0 * ys * es;
+    if (n0 == 0) {
+      conv_backward_weights_chunk(ctx, with_batch(p, n), xc, w, yc);
+      return;
+    }
+    if (!part) part = temp_buffer(ctx, shape_size(p.w) * es);
+    conv_backward_weights_chunk(ctx, with_batch(p, n), xc, part->ptr, yc);
+    accumulate(ctx, p.dtype, ints(p.w, "conv_weight_grad"), w, part->ptr);
+  });
+}
+
+namespace {
+// A pooling problem as the library's int dimensions (1-d as 2-d with a unit
+// height); false when the library does not express it exactly.
+bool pool_dims(const Shape& x_shape, const Shape& y_shape, const std::vector<int64_t>& kernel,
+               const std::vector<int64_t>& stride, const std::vector<int64_t>& padding, std::vector<int>& xd,
+               std::vector<int>& yd, std::vector<int>& k, std::vector<int>& s, std::vector<int>& p) {
   const int nsp = static_cast<int>(kernel.size());
   if (nsp < 1 || nsp > 3 || shape_size(x_shape) > INT_MAX || shape_size(y_shape) > INT_MAX) return false;
   for (int d = 0; d < nsp; ++d) {
@@ -732,7 +903,6 @@ bool pool_forward(DeviceContext& ctx, Dtype dtype, PoolMode mode, const Shape& x
     if (in + 2 * padding[d] < kernel[d] || (in + 2 * padding[d] - kernel[d]) / stride[d] + 1 != out) return false;
     if (padding[d] >= kernel[d]) return false;
   }
-  std::vector<int> xd, yd, k, s, p;
   for (int64_t v : x_shape) xd.push_back(static_cast<int>(v));
   for (int64_t v : y_shape) yd.push_back(static_cast<int>(v));
   for (int d = 0; d < nsp; ++d) {
@@ -747,8 +917,27 @@ bool pool_forward(DeviceContext& ctx, Dtype dtype, PoolMode mode, const Shape& x
     s.insert(s.begin(), 1);
     p.insert(p.begin(), 0);
   }
+  return true;
+}
+}  // namespace
+
+bool pool_forward(DeviceContext& ctx, Dtype dtype, PoolMode mode, const Shape& x_shape, const void* x,
+                  const Shape& y_shape, void* y, const std::vector<int64_t>& kernel,
+                  const std::vector<int64_t>& stride, const std::vector<int64_t>& padding) {
+  std::vector<int> xd, yd, k, s, p;
+  if (!pool_dims(x_shape, y_shape, kernel, stride, padding, xd, yd, k, s, p)) return false;
   DeviceGuard g(ctx.device);
   return pool_forward_impl(ctx, dtype, mode, xd, x, yd, y, k, s, p);
+}
+
+bool pool_backward(DeviceContext& ctx, Dtype dtype, PoolMode mode, const Shape& x_shape, const void* x, void* dx,
+                   const Shape& y_shape, const void* y, const void* dy, const std::vector<int64_t>& kernel,
+                   const std::vector<int64_t>& stride, const std::vector<int64_t>& padding) {
+  if (mode == PoolMode::Max) return false;  // see dnn.h
+  std::vector<int> xd, yd, k, s, p;
+  if (!pool_dims(x_shape, y_shape, kernel, stride, padding, xd, yd, k, s, p)) return false;
+  DeviceGuard g(ctx.device);
+  return pool_backward_impl(ctx, dtype, mode, xd, x, dx, yd, y, dy, k, s, p);
 }
 
 bool batch_norm_inference(DeviceContext& ctx, Dtype dtype, const Shape& x_shape, const void* x, void* y,

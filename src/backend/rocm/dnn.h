@@ -36,6 +36,11 @@ void conv_forward(DeviceContext& ctx, const ConvProblem& p, const void* x, const
 // that rule absorbs is handled by the caller).
 void conv_backward_data(DeviceContext& ctx, const ConvProblem& p, void* x, const void* w, const void* y);
 
+// The gradient of conv_forward with respect to w, written into w (the
+// backward-filter / backward-weights pass), from x and the output
+// cotangent y.
+void conv_backward_weights(DeviceContext& ctx, const ConvProblem& p, const void* x, void* w, const void* y);
+
 enum class PoolMode { Max, AvgIncludePad, AvgExcludePad };
 
 // Pooling when the library expresses it exactly (no dilation, output size
@@ -44,6 +49,16 @@ enum class PoolMode { Max, AvgIncludePad, AvgExcludePad };
 bool pool_forward(DeviceContext& ctx, Dtype dtype, PoolMode mode, const Shape& x_shape, const void* x,
                   const Shape& y_shape, void* y, const std::vector<int64_t>& kernel,
                   const std::vector<int64_t>& stride, const std::vector<int64_t>& padding);
+
+// The input gradient dx of average pooling from the output cotangent dy
+// (x and y are the forward pass's input and output), under the same
+// conditions as pool_forward; false (nothing launched) otherwise. Max
+// pooling always returns false: neither library promises PyTorch's rule for
+// ties (the first maximum of the window gets the gradient; cuDNN picks one
+// of them nondeterministically), so the caller's kernel runs.
+bool pool_backward(DeviceContext& ctx, Dtype dtype, PoolMode mode, const Shape& x_shape, const void* x, void* dx,
+                   const Shape& y_shape, const void* y, const void* dy, const std::vector<int64_t>& kernel,
+                   const std::vector<int64_t>& stride, const std::vector<int64_t>& padding);
 
 // y = (x - mean) / sqrt(var + eps) * scale + bias per channel (axis 1), with
 // float32 per-channel vectors; false (nothing launched) when the library

@@ -1,5 +1,6 @@
 // Convolution on the GPU through the DNN library (dnn.h: MIOpen / cuDNN):
 // forward convolution, and transposed convolution as the backward-data
+// convolution, and the weight gradient as the backward-weights (filter)
 // convolution. Bias is added by a small kernel here.
 #include <algorithm>
 
@@ -108,6 +109,19 @@ void Conv::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
       PF_HIP_CHECK_LAUNCH();
     });
   }
+}
+
+void ConvWeightGrad::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
+  DeviceContext& ctx = context(out.device().index);
+  DeviceGuard g(ctx.device);
+  const Tensor &x = in[0], &gy = in[1];
+  if (x.size() == 0 || gy.size() == 0 || out.size() == 0) {  // an empty sum
+    if (out.size()) PF_HIP_CHECK(hipMemsetAsync(out.raw_data(), 0, out.nbytes(), ctx.stream));
+    return;
+  }
+  dnn::ConvProblem p{out.dtype(), x.shape(), out.shape(), gy.shape(), geom.stride, geom.padding, geom.dilation,
+                     geom.groups};
+  dnn::conv_backward_weights(ctx, p, x.raw_data(), out.raw_data(), gy.raw_data());
 }
 
 }  // namespace pyflame

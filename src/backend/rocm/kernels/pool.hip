@@ -3,6 +3,9 @@
 // no divisor override); our own kernels for the rest (dilation, ceil_mode
 // windows, divisor_override) and for adaptive average and max pooling. 1 to 3
 // spatial axes through one 3-d indexing (missing leading axes of size 1).
+// Input gradients: average pooling through the library where the forward
+// pass used it, gather kernels for the rest (max pooling always, so that
+// ties follow PyTorch's first-maximum rule).
 #include <algorithm>
 
 #include "backend/rocm/dnn.h"
@@ -140,6 +143,200 @@ __global__ void adaptive_pool_kernel(const T* x, T* y, Adaptive3 g, int64_t tota
   }
 }
 
+// ---- gradients: each output's window is recomputed (max: its argmax), and
+// each input element gathers from the outputs whose windows hold it, so no
+// two threads write one element (deterministic, no atomics).
+
+// Flat in-plane index of each output window's first maximum (NaN taking
+// over, as the forward kernels and PyTorch), -1 for a window with no input.
+template <typename T>
+__global__ void max_pool_argmax(const T* x, int64_t* arg, PoolGeom g, int64_t total) {
+  PF_GRID_STRIDE(i, total) {
+    int64_t r = i;
+    const int64_t ox = r % g.out[2];
+    r /= g.out[2];
+    const int64_t oy = r % g.out[1];
+    r /= g.out[1];
+    const int64_t oz = r % g.out[0];
+    const int64_t plane = r / g.out[0];
+    const T* xp = x + plane * g.in[0] * g.in[1] * g.in[2];
+    const int64_t z0 = oz * g.s[0] - g.p[0], y0 = oy * g.s[1] - g.p[1], x0 = ox * g.s[2] - g.p[2];
+    int64_t best = -1;
+    float m = 0.0f;
+    for (int64_t a = 0; a < g.k[0]; ++a) {
+      const int64_t iz = z0 + a * g.d[0];
+      if (iz < 0 || iz >= g.in[0]) continue;
+      for (int64_t b = 0; b < g.k[1]; ++b) {
+        const int64_t iy = y0 + b * g.d[1];
+        if (iy < 0 || iy >= g.in[1]) continue;
+        for (int64_t c = 0; c < g.k[2]; ++c) {
+          const int64_t ix = x0 + c * g.d[2];
+          if (ix < 0 || ix >= g.in[2]) continue;
+          const int64_t at = (iz * g.in[1] + iy) * g.in[2] + ix;
+          const float v = static_cast<float>(xp[at]);
+          if (best < 0 || v > m || v != v) m = v, best = at;
+        }
+      }
+    }
+    arg[i] = best;
+  }
+}
+
+// The outputs along one axis whose windows hold input position i: tap t of
+// output o sits at o * s - p + t * d. Writes up to k of them into o_list.
+__device__ inline int window_outputs(int64_t i, int64_t out, int64_t k, int64_t s, int64_t p, int64_t d,
+                                     int64_t* o_list, int cap) {
+  int n = 0;
+  for (int64_t t = 0; t < k && n < cap; ++t) {
+    const int64_t num = i + p - t * d;
+    if (num < 0) break;  // larger taps only go further left
+    if (num % s) continue;
+    const int64_t o = num / s;
+    if (o < out) o_list[n++] = o;
+  }
+  return n;
+}
+
+// Input gradient of pooling, one thread per input element: the sum over the
+// windows that hold it of (max) the output cotangent where it is the
+// window's argmax, or (average) the cotangent over the window's divisor.
+// Window candidates per axis are enumerated in chunks of kCands taps.
+template <typename T, bool kMax>
+__global__ void pool_grad_gather(const T* gy, const int64_t* arg, T* dx, PoolGeom g, int64_t total) {
+  constexpr int kCands = 16;
+  PF_GRID_STRIDE(i, total) {
+    int64_t r = i;
+    const int64_t ix = r % g.in[2];
+    r /= g.in[2];
+    const int64_t iy = r % g.in[1];
+    r /= g.in[1];
+    const int64_t iz = r % g.in[0];
+    const int64_t plane = r / g.in[0];
+    const int64_t self = (iz * g.in[1] + iy) * g.in[2] + ix;
+    const int64_t ovol = g.out[0] * g.out[1] * g.out[2];
+    const T* gp = gy + plane * ovol;
+    float acc = 0.0f;
+    // Taps are scanned per axis in chunks, so large kernels need no large arrays.
+    for (int64_t ta = 0; ta < g.k[0]; ta += kCands) {
+      int64_t oz[kCands];
+      const int nz = window_outputs(iz, g.out[0], imin(kCands, g.k[0] - ta), g.s[0], g.p[0] - ta * g.d[0], g.d[0], oz,
+                                    kCands);
+      for (int a = 0; a < nz; ++a) {
+        for (int64_t tb = 0; tb < g.k[1]; tb += kCands) {
+          int64_t oy[kCands];
+          const int ny = window_outputs(iy, g.out[1], imin(kCands, g.k[1] - tb), g.s[1], g.p[1] - tb * g.d[1], g.d[1],
+                                        oy, kCands);
+          for (int b = 0; b < ny; ++b) {
+            for (int64_t tc = 0; tc < g.k[2]; tc += kCands) {
+              int64_t ox[kCands];
+              const int nx = window_outputs(ix, g.out[2], imin(kCands, g.k[2] - tc), g.s[2], g.p[2] - tc * g.d[2],
+                                            g.d[2], ox, kCands);
+              for (int c = 0; c < nx; ++c) {
+                const int64_t o = (oz[a] * g.out[1] + oy[b]) * g.out[2] + ox[c];
+                if (kMax) {
+                  if (arg[plane * ovol + o] == self) acc += static_cast<float>(gp[o]);
+                } else {
+                  // The forward divisor of window o (avg pooling has no dilation).
+                  const int64_t z0 = oz[a] * g.s[0] - g.p[0], y0 = oy[b] * g.s[1] - g.p[1];
+                  const int64_t x0 = ox[c] * g.s[2] - g.p[2];
+                  const int64_t z1 = imin(z0 + g.k[0], g.in[0] + g.p[0]), y1 = imin(y0 + g.k[1], g.in[1] + g.p[1]);
+                  const int64_t x1 = imin(x0 + g.k[2], g.in[2] + g.p[2]);
+                  int64_t div = g.divisor;
+                  if (!div && g.include_pad) div = (z1 - z0) * (y1 - y0) * (x1 - x0);
+                  if (!div) {
+                    div = (imin(z1, g.in[0]) - imax(z0, 0)) * (imin(y1, g.in[1]) - imax(y0, 0)) *
+                          (imin(x1, g.in[2]) - imax(x0, 0));
+                  }
+                  acc += static_cast<float>(gp[o]) / static_cast<float>(div);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    dx[i] = T(acc);
+  }
+}
+
+// Adaptive windows along one axis: output o covers [o*I/O, ceil((o+1)*I/O)),
+// so input i lies in the windows of o in [floor(i*O/I), ceil((i+1)*O/I)).
+__device__ inline int64_t adaptive_lo(int64_t o, int64_t I, int64_t O) { return o * I / O; }
+__device__ inline int64_t adaptive_hi(int64_t o, int64_t I, int64_t O) { return ((o + 1) * I + O - 1) / O; }
+
+template <typename T>
+__global__ void adaptive_max_argmax(const T* x, int64_t* arg, Adaptive3 g, int64_t total) {
+  PF_GRID_STRIDE(i, total) {
+    int64_t r = i;
+    const int64_t ox = r % g.out[2];
+    r /= g.out[2];
+    const int64_t oy = r % g.out[1];
+    r /= g.out[1];
+    const int64_t oz = r % g.out[0];
+    const int64_t plane = r / g.out[0];
+    const T* xp = x + plane * g.in[0] * g.in[1] * g.in[2];
+    int64_t best = -1;
+    float m = 0.0f;
+    for (int64_t iz = adaptive_lo(oz, g.in[0], g.out[0]); iz < adaptive_hi(oz, g.in[0], g.out[0]); ++iz) {
+      for (int64_t iy = adaptive_lo(oy, g.in[1], g.out[1]); iy < adaptive_hi(oy, g.in[1], g.out[1]); ++iy) {
+        for (int64_t ix = adaptive_lo(ox, g.in[2], g.out[2]); ix < adaptive_hi(ox, g.in[2], g.out[2]); ++ix) {
+          const int64_t at = (iz * g.in[1] + iy) * g.in[2] + ix;
+          const float v = static_cast<float>(xp[at]);
+          if (best < 0 || v > m || v != v) m = v, best = at;
+        }
+      }
+    }
+    arg[i] = best;
+  }
+}
+
+template <typename T, bool kMax>
+__global__ void adaptive_grad_gather(const T* gy, const int64_t* arg, T* dx, Adaptive3 g, int64_t total) {
+  PF_GRID_STRIDE(i, total) {
+    int64_t r = i;
+    const int64_t ix = r % g.in[2];
+    r /= g.in[2];
+    const int64_t iy = r % g.in[1];
+    r /= g.in[1];
+    const int64_t iz = r % g.in[0];
+    const int64_t plane = r / g.in[0];
+    const int64_t self = (iz * g.in[1] + iy) * g.in[2] + ix;
+    const int64_t ovol = g.out[0] * g.out[1] * g.out[2];
+    const T* gp = gy + plane * ovol;
+    float acc = 0.0f;
+    // Inverting the window rule: the outputs whose windows hold i.
+    const int64_t za = iz * g.out[0] / g.in[0], zb = ((iz + 1) * g.out[0] + g.in[0] - 1) / g.in[0];
+    const int64_t ya = iy * g.out[1] / g.in[1], yb = ((iy + 1) * g.out[1] + g.in[1] - 1) / g.in[1];
+    const int64_t xa = ix * g.out[2] / g.in[2], xb = ((ix + 1) * g.out[2] + g.in[2] - 1) / g.in[2];
+    for (int64_t oz = za; oz < zb; ++oz) {
+      for (int64_t oy = ya; oy < yb; ++oy) {
+        for (int64_t ox = xa; ox < xb; ++ox) {
+          const int64_t o = (oz * g.out[1] + oy) * g.out[2] + ox;
+          if (kMax) {
+            if (arg[plane * ovol + o] == self) acc += static_cast<float>(gp[o]);
+          } else {
+            const int64_t n = (adaptive_hi(oz, g.in[0], g.out[0]) - adaptive_lo(oz, g.in[0], g.out[0])) *
+                              (adaptive_hi(oy, g.in[1], g.out[1]) - adaptive_lo(oy, g.in[1], g.out[1])) *
+                              (adaptive_hi(ox, g.in[2], g.out[2]) - adaptive_lo(ox, g.in[2], g.out[2]));
+            acc += static_cast<float>(gp[o]) / static_cast<float>(n);
+          }
+        }
+      }
+    }
+    dx[i] = T(acc);
+  }
+}
+
+Adaptive3 adaptive_geom(const Shape& xs, const Shape& ys) {
+  Adaptive3 geo{{1, 1, 1}, {1, 1, 1}};
+  const int nsp = static_cast<int>(xs.size()) - 2;
+  for (int d = 0; d < nsp; ++d) {
+    geo.in[3 - nsp + d] = xs[2 + d];
+    geo.out[3 - nsp + d] = ys[2 + d];
+  }
+  return geo;
+}
+
 }  // namespace
 }  // namespace pyflame::backend::rocm
 
@@ -178,12 +375,7 @@ void AdaptivePool::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   DeviceContext& ctx = context(out.device().index);
   DeviceGuard g(ctx.device);
   const Tensor& x = in[0];
-  Adaptive3 geo{{1, 1, 1}, {1, 1, 1}};
-  const int nsp = x.ndim() - 2;
-  for (int d = 0; d < nsp; ++d) {
-    geo.in[3 - nsp + d] = x.shape(2 + d);
-    geo.out[3 - nsp + d] = out.shape(2 + d);
-  }
+  const Adaptive3 geo = adaptive_geom(x.shape(), out.shape());
   dispatch_float(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const unsigned grid = grid_for(ctx, out.size(), kThreads);
@@ -191,6 +383,75 @@ void AdaptivePool::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
       adaptive_pool_kernel<T, true><<<grid, kThreads, 0, ctx.stream>>>(x.data<T>(), out.data<T>(), geo, out.size());
     } else {
       adaptive_pool_kernel<T, false><<<grid, kThreads, 0, ctx.stream>>>(x.data<T>(), out.data<T>(), geo, out.size());
+    }
+    PF_HIP_CHECK_LAUNCH();
+  });
+}
+
+}  // namespace pyflame
+
+namespace pyflame {
+
+using namespace backend::rocm;
+
+// Average pooling goes through the library where the forward pass did (same
+// conditions); max pooling and the rest run the gather kernels.
+void PoolGrad::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
+  DeviceContext& ctx = context(out.device().index);
+  DeviceGuard g(ctx.device);
+  const Tensor &x = in[0], &y = in[1], &gy = in[2];
+  const Pool& P = pool;
+  const bool no_dilation = std::all_of(P.dilation.begin(), P.dilation.end(), [](int64_t d) { return d == 1; });
+  if (P.kind == PoolKind::Avg && no_dilation && P.divisor_override == 0) {
+    const dnn::PoolMode mode = P.count_include_pad ? dnn::PoolMode::AvgIncludePad : dnn::PoolMode::AvgExcludePad;
+    if (dnn::pool_backward(ctx, out.dtype(), mode, x.shape(), x.raw_data(), out.raw_data(), y.shape(), y.raw_data(),
+                           gy.raw_data(), P.kernel, P.stride, P.padding)) {
+      return;
+    }
+  }
+  const PoolGeom geo = pool_geom(P, x.shape(), gy.shape());
+  std::shared_ptr<Buffer> arg;
+  if (P.kind == PoolKind::Max) arg = temp_buffer(ctx, std::max<size_t>(gy.size(), 1) * sizeof(int64_t));
+  dispatch_float(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    int64_t* a = arg ? static_cast<int64_t*>(arg->ptr) : nullptr;
+    if (a && gy.size()) {
+      max_pool_argmax<T><<<grid_for(ctx, gy.size(), kThreads), kThreads, 0, ctx.stream>>>(x.data<T>(), a, geo,
+                                                                                          gy.size());
+      PF_HIP_CHECK_LAUNCH();
+    }
+    const unsigned grid = grid_for(ctx, out.size(), kThreads);
+    if (a) {
+      pool_grad_gather<T, true><<<grid, kThreads, 0, ctx.stream>>>(gy.data<T>(), a, out.data<T>(), geo, out.size());
+    } else {
+      pool_grad_gather<T, false><<<grid, kThreads, 0, ctx.stream>>>(gy.data<T>(), a, out.data<T>(), geo, out.size());
+    }
+    PF_HIP_CHECK_LAUNCH();
+  });
+}
+
+void AdaptivePoolGrad::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
+  DeviceContext& ctx = context(out.device().index);
+  DeviceGuard g(ctx.device);
+  const Tensor &x = in[0], &gy = in[1];
+  const Adaptive3 geo = adaptive_geom(x.shape(), gy.shape());
+  std::shared_ptr<Buffer> arg;
+  if (kind == PoolKind::Max) arg = temp_buffer(ctx, std::max<size_t>(gy.size(), 1) * sizeof(int64_t));
+  dispatch_float(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    int64_t* a = arg ? static_cast<int64_t*>(arg->ptr) : nullptr;
+    if (a && gy.size()) {
+      adaptive_max_argmax<T><<<grid_for(ctx, gy.size(), kThreads), kThreads, 0, ctx.stream>>>(x.data<T>(), a, geo,
+                                                                                              gy.size());
+      PF_HIP_CHECK_LAUNCH();
+    }
+    const unsigned grid = grid_for(ctx, out.size(), kThreads);
+    if (a) {
+      adaptive_grad_gather<T, true><<<grid, kThreads, 0, ctx.stream>>>(gy.data<T>(), a, out.data<T>(), geo,
+                                                                        out.size());
+    } else {
+      adaptive_grad_gather<T, false><<<grid, kThreads, 0, ctx.stream>>>(gy.data<T>(), a, out.data<T>(), geo,
+                                                                         out.size());
     }
     PF_HIP_CHECK_LAUNCH();
   });
