@@ -61,7 +61,7 @@ has racecheck && run_step racecheck compute-sanitizer --tool racecheck --error-e
 PYSAN_TESTS="tests/python/test_norm.py tests/python/test_loss.py tests/python/test_index.py
   tests/python/test_llm.py tests/python/test_softmax.py tests/python/test_conv.py
   tests/python/test_pool.py tests/python/test_batch_norm.py tests/python/test_autograd.py
-  tests/python/test_grad_norm_llm.py"
+  tests/python/test_grad_norm_llm.py tests/python/test_grad_conv.py"
 has pysan && run_step pysan-mem env PYFLAME_TEST_DEVICES=rocm compute-sanitizer --tool memcheck \
   --error-exitcode 3 "$PY" -m pytest $PYSAN_TESTS -q -x -p no:cacheprovider
 has pysan && run_step pysan-race env PYFLAME_TEST_DEVICES=rocm compute-sanitizer --tool racecheck \
