@@ -41,14 +41,20 @@ def get_autocast_dtype():
 
 class autocast:  # noqa: N801  (torch's name)
     """Context manager and decorator: matmul, convolutions and attention run
-    in ``dtype`` (float16, the default, or bfloat16) inside. ``enabled=False``
-    turns autocast off inside an enclosing region. A device string as the
-    first argument (torch's ``autocast("cuda", ...)``) is accepted: the policy
-    applies on every device."""
+    in ``dtype`` (float16, the default, or bfloat16) inside:
+    ``autocast(pf.bfloat16)`` or ``autocast(dtype=pf.bfloat16)``.
+    ``enabled=False`` turns autocast off inside an enclosing region. torch's
+    form ``autocast("cuda", dtype=...)`` is accepted too; the policy applies
+    on every device. ``cache_enabled`` is accepted and ignored."""
 
-    def __init__(self, dtype=None, enabled=True, *, device_type=None, cache_enabled=None):
-        if isinstance(dtype, str) and dtype.split(":")[0] in _DEVICE_TYPES:
-            dtype = None
+    def __init__(self, device_type_or_dtype=None, dtype=None, enabled=True, cache_enabled=None):
+        first = device_type_or_dtype
+        if isinstance(first, str) and first.split(":")[0] in _DEVICE_TYPES:
+            first = None  # torch's autocast(device_type, dtype=...)
+        if first is not None:
+            if dtype is not None:
+                raise TypeError("[autocast] got a dtype twice")
+            dtype = first
         dtype = _core.Dtype.float16 if dtype is None else _core._dtype(dtype, "autocast")
         if dtype not in (_core.Dtype.float16, _core.Dtype.bfloat16):
             raise ValueError(f"[autocast] dtype must be pf.float16 or pf.bfloat16, got {dtype}")
@@ -68,7 +74,7 @@ class autocast:  # noqa: N801  (torch's name)
     def __call__(self, fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with autocast(self.fast_dtype, self._enabled):
+            with autocast(dtype=self.fast_dtype, enabled=self._enabled):
                 return fn(*args, **kwargs)
         return wrapper
 

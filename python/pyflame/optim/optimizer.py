@@ -21,6 +21,8 @@ class _RequiredParameter:
 
 
 required = _RequiredParameter()
+_SET_ERROR = ("optimizer parameters need to be organized in ordered collections, but the "
+              "ordering of tensors in sets will change between runs. Please use a list instead.")
 
 
 def _tensor_of(p):
@@ -106,6 +108,8 @@ class Optimizer:
         if isinstance(params, (Tensor, Parameter)):
             raise TypeError("params argument given to the optimizer should be an iterable of "
                             f"Tensors or dicts, but got {type(params).__name__}")
+        if isinstance(params, set):
+            raise TypeError(_SET_ERROR)
         groups = list(params)
         if not groups:
             raise ValueError("optimizer got an empty parameter list")
@@ -136,9 +140,7 @@ class Optimizer:
         if isinstance(params, (Tensor, Parameter)):
             params = [params]
         elif isinstance(params, set):
-            raise TypeError("optimizer parameters need to be organized in ordered collections, "
-                            "but the ordering of tensors in sets will change between runs. "
-                            "Please use a list instead.")
+            raise TypeError(_SET_ERROR)
         params = [_tensor_of(p) for p in params]
         for p in params:
             if not isinstance(p, Tensor):
