@@ -189,12 +189,19 @@ def test_checkpoint_recomputes_under_the_forward_autocast(device):
     out.astype("float32").sum().backward()
     plain = lin.weight.grad.numpy()
     lin.zero_grad()
+    seen = []
+
+    def fn(t):
+        seen.append(pf.amp.get_autocast_dtype())
+        return lin(t)
     with pf.amp.autocast(dtype=pf.bfloat16):
-        out = checkpoint(lin, x)
+        out = checkpoint(fn, x)
     assert str(out.dtype) == "bfloat16"
     out.astype("float32").sum().backward()  # backward outside autocast
+    assert [str(d) for d in seen] == ["bfloat16", "bfloat16"]
+    assert not pf.amp.is_autocast_enabled()
     assert str(lin.weight.grad.dtype) == "float32"
-    np.testing.assert_allclose(lin.weight.grad.numpy(), plain, rtol=1e-6)
+    np.testing.assert_allclose(lin.weight.grad.numpy(), plain, rtol=1e-2, atol=1e-2)
 
 
 def test_checkpoint_keeps_fewer_intermediates():
