@@ -29,7 +29,8 @@ def make_data(n, rng):
     steps = {0: (0, 1), 1: (1, 0), 2: (1, 1), 3: (1, -1)}  # (row, col) step per class
     for i, label in enumerate(y):
         dr, dc = steps[label]
-        r, c = rng.integers(0, SIZE - 4), rng.integers(4 if dc < 0 else 0, SIZE - (0 if dc < 0 else 4))
+        r = rng.integers(0, SIZE - 4)
+        c = rng.integers(4, SIZE) if dc < 0 else rng.integers(0, SIZE - 4)
         for k in range(5):
             x[i, 0, r + dr * k, c + dc * k] += 1.0
     return x, y.astype(np.int64)

@@ -12,7 +12,7 @@ import pyflame as pf
 torch = pytest.importorskip("torch")
 
 SHAPES = [(5, 3), (4,)]
-STEPS = 25
+STEPS = 40
 
 
 def _problem(seed):

@@ -27,7 +27,8 @@ class SGD(Optimizer):
 
     def _update(self, group):
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
-        weight_decay, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
+        weight_decay, nesterov = group["weight_decay"], group["nesterov"]
+        maximize = group["maximize"]
         out = []
         for p in group["params"]:
             g = p.grad
