@@ -6,6 +6,7 @@
 // which is written with ops: the gradient is itself a graph, evaluated on the
 // same devices as the forward pass.
 #pragma once
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -48,5 +49,21 @@ void backward(const Tensor& output, const std::optional<Tensor>& gradient = {},
 // accumulated anywhere. An input the outputs do not depend on gets zeros.
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs = {});
+
+// Custom gradients. custom_vjp(value, inputs, fn) returns a tensor equal to
+// `value` (sharing its data) that, when grad mode is on and some input
+// requires grad, is linked to `inputs`: backward calls fn(cotan, argnums)
+// and takes one cotangent per entry of argnums (indices into `inputs`), each
+// shaped like that input. `value` is typically computed under NoGradGuard
+// from the inputs (pf.autograd.Function, checkpointing); its own history is
+// cut. Without an input that requires grad the value is returned detached,
+// unless `always` is set: then a floating value is linked whenever grad mode
+// is on and fn is called (with no argnums when no input requires grad), for
+// callbacks that reach tensors they do not list (checkpointing recomputes
+// with the parameters a module closes over).
+using CustomVjpFn =
+    std::function<std::vector<Tensor>(const Tensor& cotan, const std::vector<int>& argnums)>;
+Tensor custom_vjp(const Tensor& value, const std::vector<Tensor>& inputs, CustomVjpFn fn,
+                  bool always = false);
 
 }  // namespace pyflame

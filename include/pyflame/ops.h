@@ -25,6 +25,13 @@ Tensor eye(int64_t n, int64_t m = -1, int64_t k = 0, Dtype dtype = Dtype::Float3
 
 // ---- random (counter-based: the same seed gives the same numbers on every device) ----
 void manual_seed(uint64_t seed);
+// The generator's state (the seed and how many draws it has given), saved
+// and restored to replay random ops (checkpointing recomputes dropout).
+struct RngState {
+  uint64_t seed = 0, counter = 0;
+};
+RngState get_rng_state();
+void set_rng_state(const RngState& state);
 Tensor rand(const Shape& shape, Dtype dtype = Dtype::Float32, OptDevice device = {});
 Tensor randn(const Shape& shape, Dtype dtype = Dtype::Float32, OptDevice device = {});
 Tensor randint(int64_t low, int64_t high, const Shape& shape, Dtype dtype = Dtype::Int64,

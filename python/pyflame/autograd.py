@@ -10,13 +10,56 @@ form::
     loss, g = pf.value_and_grad(f, argnums=(0, 1))(w, b)
 
 Gradients are graphs built from ops, evaluated lazily on the tensors'
-devices like any other result.
+devices like any other result. ``Function`` defines an op with a custom
+backward (``torch.autograd.Function``'s interface).
 """
 import functools
+import threading
 
 from . import _core
 
 is_grad_enabled = _core.is_grad_enabled
+
+# The kind of gradient computation running on this thread, innermost last:
+# a set of node ids (hash(t)) for pf.grad's inputs, or None for .backward()
+# (which accumulates into .grad). Custom backwards that recompute
+# (checkpointing) follow the same mode.
+_modes = threading.local()
+
+
+def _mode_stack():
+    if not hasattr(_modes, "stack"):
+        _modes.stack = []
+    return _modes.stack
+
+
+def _functional_grad(outputs, inputs, grad_outputs):
+    """_core._autograd_grad, recording that pf.grad (not .backward) runs."""
+    stack = _mode_stack()
+    stack.append({hash(t) for t in inputs})
+    try:
+        return _core._autograd_grad(outputs, inputs, grad_outputs)
+    finally:
+        stack.pop()
+
+
+def _backward_mode(grad_inputs=None):
+    """A context for a nested gradient computation: None for .backward(),
+    else the node ids pf.grad was asked for."""
+    class _Ctx:
+        def __enter__(self):
+            _mode_stack().append(grad_inputs)
+
+        def __exit__(self, *exc):
+            _mode_stack().pop()
+            return False
+    return _Ctx()
+
+
+def _current_grad_inputs():
+    """None under .backward() (or outside any), else pf.grad's input ids."""
+    stack = _mode_stack()
+    return stack[-1] if stack else None
 
 
 class set_grad_enabled:
@@ -125,7 +168,7 @@ def grad(outputs, inputs=None, grad_outputs=None, *, argnums=0):
         gos = []
     else:
         gos = [grad_outputs] if isinstance(grad_outputs, _core.Tensor) else list(grad_outputs)
-    result = _core._autograd_grad(outs, ins, gos)
+    result = _functional_grad(outs, ins, gos)
     return result[0] if single else tuple(result)
 
 
@@ -161,7 +204,7 @@ def value_and_grad(fn, argnums=0):
             raise ValueError("[grad] the function must return a single-element tensor "
                              "(or a tuple whose first item is one)")
         flat = [t for group in wrt for t in group]
-        grads = _core._autograd_grad([out], flat, []) if flat else []
+        grads = _functional_grad([out], flat, []) if flat else []
         result, i = [], 0
         for group, build in zip(wrt, builders):
             result.append(build(grads[i:i + len(group)]))
@@ -171,3 +214,116 @@ def value_and_grad(fn, argnums=0):
         value = detached if isinstance(value, tuple) else detached[0]
         return value, (result[0] if single else tuple(result))
     return wrapper
+
+
+# ----------------------------------------------------------- custom functions
+
+class FunctionCtx:
+    """The ``ctx`` passed to a custom Function's forward and backward.
+
+    ``save_for_backward(*tensors)`` keeps tensors for backward
+    (``ctx.saved_tensors``); any other attribute may be set too.
+    ``needs_input_grad`` has one flag per forward argument.
+    """
+
+    def __init__(self, needs_input_grad=()):
+        self.saved_tensors = ()
+        self.needs_input_grad = tuple(needs_input_grad)
+
+    def save_for_backward(self, *tensors):
+        self.saved_tensors = tuple(tensors)
+
+
+class Function:
+    """An op with a hand-written gradient, as ``torch.autograd.Function``::
+
+        class Square(pf.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+
+            @staticmethod
+            def backward(ctx, grad):
+                (x,) = ctx.saved_tensors
+                return grad * 2 * x
+
+        y = Square.apply(x)
+
+    ``forward`` runs under no_grad. ``backward`` gets one gradient per output
+    (zeros for outputs that did not receive one) and returns one per forward
+    argument (None where there is none; a lone value for one argument). It
+    runs during the backward pass, under no_grad unless it enables grad
+    itself. Each floating-point output is a graph node that calls backward;
+    with several outputs, backward runs once per output that receives a
+    gradient (with zeros for the others).
+    """
+
+    _always_link = False  # link outputs even when no argument requires grad
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("a Function subclass must define forward(ctx, *args)")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("a Function subclass must define backward(ctx, *grads)")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        ctx = FunctionCtx(isinstance(a, _core.Tensor) and a.requires_grad for a in args)
+        with no_grad():
+            out = cls.forward(ctx, *args, **kwargs)
+        if not is_grad_enabled() or not (any(ctx.needs_input_grad) or cls._always_link):
+            return out
+        single = not isinstance(out, tuple)
+        outs = (out,) if single else out
+        in_specs = [(i, _spec(a)) for i, a in enumerate(args) if isinstance(a, _core.Tensor)]
+        inputs = [args[i] for i, _ in in_specs]
+        out_specs = [_spec(o) for o in outs]
+        linked = []
+        for k, o in enumerate(outs):
+            if isinstance(o, _core.Tensor) and o.dtype.is_floating_point:
+                vjp = _custom_backward(cls, ctx, out_specs, k, in_specs)
+                o = _core._custom_vjp(o, inputs, vjp, cls._always_link)
+            linked.append(o)
+        return linked[0] if single else tuple(linked)
+
+
+def _zeros(spec):
+    shape, dtype, device = spec
+    return _core.full(list(shape), 0.0, dtype, device, "backward")
+
+
+def _spec(t):
+    return (t.shape, t.dtype, t.device) if isinstance(t, _core.Tensor) else None
+
+
+def _custom_backward(cls, ctx, out_specs, k, in_specs):
+    """The callback of output k: its cotangent -> the gradients of the tensor
+    arguments the engine asks for (argnums index in_specs, a list of
+    (argument position, spec))."""
+    name = f"{cls.__name__}.backward"
+    nargs = len(ctx.needs_input_grad)
+
+    def vjp(cotan, argnums):
+        grads_out = [cotan if j == k else (None if s is None else _zeros(s))
+                     for j, s in enumerate(out_specs)]
+        result = cls.backward(ctx, *grads_out)
+        if not isinstance(result, (tuple, list)):
+            result = (result,)
+        if len(result) != nargs:
+            raise ValueError(f"[{name}] returned {len(result)} gradients, expected {nargs} "
+                             "(one per forward argument, None where there is none)")
+        grads = []
+        for a in argnums:
+            pos, spec = in_specs[a]
+            g = result[pos]
+            if g is None:
+                g = _zeros(spec)
+            elif not isinstance(g, _core.Tensor):
+                raise ValueError(f"[{name}] the gradient of argument {pos} must be a tensor or "
+                                 f"None, got {type(g).__name__}")
+            grads.append(g)
+        return grads
+    return vjp

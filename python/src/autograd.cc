@@ -1,10 +1,57 @@
 // Autograd bindings: grad mode, backward, functional grad and the Tensor
 // attributes PyTorch users expect (requires_grad, grad, is_leaf, detach).
+#include <memory>
+#include <unordered_set>
+
 #include "common.h"
+#include "pyflame/amp.h"
 #include "pyflame/autograd.h"
 #include "pyflame/errors.h"
 
 namespace pyflame::py {
+
+namespace {
+// A Python callable as a custom vjp. The engine may call it, and drop the
+// graph node holding it, with the GIL released: both take the GIL.
+CustomVjpFn python_vjp(nb::callable fn) {
+  std::shared_ptr<nb::object> held(new nb::object(std::move(fn)), [](nb::object* o) {
+    if (!Py_IsInitialized()) {  // interpreter gone: leak the reference
+      o->release();
+      delete o;
+      return;
+    }
+    nb::gil_scoped_acquire gil;
+    delete o;
+  });
+  return [held](const Tensor& cotan, const std::vector<int>& argnums) {
+    nb::gil_scoped_acquire gil;
+    nb::object out = (*held)(cotan, argnums);
+    try {
+      return nb::cast<std::vector<Tensor>>(out);
+    } catch (const nb::cast_error&) {
+      throw ValueError(errmsg("backward", "a custom backward must return a list of tensors, got " +
+                                              std::string(nb::type_name(out.type()).c_str())));
+    }
+  };
+}
+
+std::vector<Tensor> grad_leaves(const std::vector<Tensor>& outputs) {
+  std::vector<Tensor> leaves, stack;
+  std::unordered_set<Node*> seen;
+  for (const Tensor& t : outputs) stack.push_back(t);
+  while (!stack.empty()) {
+    Tensor t = std::move(stack.back());
+    stack.pop_back();
+    if (!t.defined() || !t.requires_grad() || !seen.insert(t.node()).second) continue;
+    if (t.node()->grad_leaf) {
+      leaves.push_back(t);
+      continue;
+    }
+    for (const Tensor& in : t.inputs()) stack.push_back(in);
+  }
+  return leaves;
+}
+}  // namespace
 
 void replace_keeping_grad_state(Tensor& self, const Tensor& other) {
   if (!self.requires_grad() || !self.node()->grad_leaf) {
@@ -48,6 +95,18 @@ void init_autograd(nb::module_& m) {
   m.def("is_grad_enabled", &is_grad_enabled);
   m.def("set_grad_enabled", &set_grad_enabled, nb::arg("mode"));
   m.def("detach", &detach);
+  m.def("_custom_vjp", [](const Tensor& value, const std::vector<Tensor>& inputs, nb::callable fn,
+                          bool always) {
+    return custom_vjp(value, inputs, python_vjp(std::move(fn)), always);
+  }, nb::arg("value"), nb::arg("inputs"), nb::arg("backward"), nb::arg("always") = false,
+     "value, linked to inputs so that backward calls backward(cotangent, argnums) for their "
+     "gradients (see pf.autograd.Function)");
+  m.def("_grad_leaves", &grad_leaves, nb::arg("outputs"),
+        "The grad leaves (requires_grad tensors set by the user) the outputs depend on.");
+  m.def("_autocast_dtype", []() { return autocast_dtype(); });
+  m.def("_set_autocast_dtype", [](nb::handle dt) {
+    set_autocast_dtype(dt.is_none() ? std::nullopt : std::optional<Dtype>(to_dtype(dt, "autocast")));
+  }, nb::arg("dtype").none());
   m.def(
       "_autograd_grad",
       [](const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,

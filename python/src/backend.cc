@@ -4,12 +4,18 @@
 
 #include "common.h"
 #include "pyflame/backend/rocm.h"
+#include "runtime/allocator.h"
 
 namespace pyflame::py {
 
 void init_backend(nb::module_& m) {
   namespace r = backend::rocm;
   auto dev = [](int d) { return d < 0 ? std::max(0, r::get_current_device()) : d; };
+  m.def("_host_memory_stats", []() {
+    HostMemoryStats s = host_memory_stats();
+    return std::make_pair(s.allocated, s.peak);
+  });
+  m.def("_host_reset_peak_memory", &reset_host_peak_memory);
   m.def("_rocm_memory_stats", [dev](int d) {
     r::MemoryStats s = r::memory_stats(dev(d));
     nb::dict out;

@@ -1,5 +1,7 @@
 // Module-level op functions. Arguments may be tensors, Python scalars,
 // lists or NumPy arrays; shapes and defaults are normalized in pyflame/ops.py.
+#include <nanobind/stl/tuple.h>
+
 #include "common.h"
 #include "pyflame/errors.h"
 
@@ -58,6 +60,13 @@ void init_ops(nb::module_& m) {
     return eye(n, mm.value_or(-1), k, dtype_or(dt, Dtype::Float32, "eye"), to_opt_device(dev, "eye"));
   }, nb::arg("n"), nb::arg("m") = none, nb::arg("k") = 0, nb::arg("dtype") = none, nb::arg("device") = none);
   m.def("manual_seed", &manual_seed, nb::arg("seed"));
+  m.def("get_rng_state", []() {
+    RngState s = get_rng_state();
+    return nb::make_tuple(s.seed, s.counter);
+  }, "The random generator's state, an opaque tuple for set_rng_state.");
+  m.def("set_rng_state", [](std::tuple<uint64_t, uint64_t> s) {
+    set_rng_state({std::get<0>(s), std::get<1>(s)});
+  }, nb::arg("state"), "Restores a state from get_rng_state (the draws that followed repeat).");
   m.def("rand", [](const Shape& s, nb::handle dt, nb::handle dev) {
     return rand(s, dtype_or(dt, Dtype::Float32, "rand"), to_opt_device(dev, "rand"));
   }, nb::arg("shape"), nb::arg("dtype") = none, nb::arg("device") = none);

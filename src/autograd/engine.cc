@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "ir/primitives.h"
+#include "pyflame/amp.h"
 #include "pyflame/autograd.h"
 #include "pyflame/ops.h"
 
@@ -73,6 +74,7 @@ std::unordered_map<Node*, Tensor> propagate(const std::vector<Tensor>& outputs,
                                             const std::vector<Tensor>& seeds,
                                             std::vector<Tensor>& order) {
   NoGradGuard no_grad;  // gradient graphs are not differentiated again
+  AutocastGuard no_autocast(std::nullopt);  // vjps keep the forward's dtypes
   std::unordered_map<Node*, Tensor> cot;
   auto accumulate = [&cot](Node* n, const Tensor& g) {
     auto [it, fresh] = cot.try_emplace(n, g);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "ops/op_utils.h"
+#include "pyflame/amp.h"
 #include "pyflame/autograd.h"
 
 namespace pyflame {
@@ -66,6 +67,11 @@ void check_param(const Tensor& p, const Tensor& x, const std::string& fn, const 
 Tensor conv_impl(const Tensor& x_in, const Tensor& w, const std::optional<Tensor>& bias, int nsp,
                  const IntList& stride_in, const IntList& padding_in, const IntList& dilation_in,
                  const IntList& out_pad_in, int64_t groups, bool transposed, ConvPadding mode) {
+  if (auto low = autocast_dtype()) {  // mixed precision: run in the autocast dtype
+    AutocastGuard off(std::nullopt);
+    return conv_impl(autocast_cast(x_in, *low), autocast_cast(w, *low), autocast_cast(bias, *low), nsp,
+                     stride_in, padding_in, dilation_in, out_pad_in, groups, transposed, mode);
+  }
   if (nsp < 1 || nsp > 3) {
     throw ValueError(errmsg("convolution", "supports 1 to 3 spatial axes, got " + std::to_string(nsp)));
   }

@@ -61,6 +61,13 @@ void manual_seed(uint64_t seed) {
   g_counter = 0;
 }
 
+RngState get_rng_state() { return {g_seed.load(), g_counter.load()}; }
+
+void set_rng_state(const RngState& state) {
+  g_seed = state.seed;
+  g_counter = state.counter;
+}
+
 Tensor rand(const Shape& shape, Dtype dtype, OptDevice device) {
   if (!is_floating(dtype)) throw ValueError(errmsg("rand", "needs a floating-point dtype"));
   return random_tensor(shape, dtype, device, Random::Uniform, "rand");

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "ops/op_utils.h"
+#include "pyflame/amp.h"
 
 namespace pyflame {
 
@@ -109,6 +110,11 @@ namespace {
 Tensor attention_impl(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, bool causal,
                       std::optional<double> scale, int64_t offset, const std::optional<Tensor>& mask_in,
                       double dropout_p) {
+  if (auto low = autocast_dtype()) {  // mixed precision: run in the autocast dtype
+    AutocastGuard off(std::nullopt);
+    return attention_impl(autocast_cast(q_in, *low), autocast_cast(k_in, *low), autocast_cast(v_in, *low),
+                          causal, scale, offset, mask_in, dropout_p);
+  }
   const char* fn = kSdpa;
   for (const Tensor* t : {&q_in, &k_in, &v_in}) check_defined(*t, fn);
   check_same_device(q_in, k_in, fn);

@@ -1,10 +1,15 @@
 // Matmul with NumPy semantics: 1-d operands are promoted and the added axis
 // removed again; batch axes broadcast.
 #include "ops/op_utils.h"
+#include "pyflame/amp.h"
 
 namespace pyflame {
 
 Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+  if (auto low = autocast_dtype()) {  // mixed precision: run in the autocast dtype
+    AutocastGuard off(std::nullopt);
+    return matmul(autocast_cast(a_in, *low), autocast_cast(b_in, *low));
+  }
   check_defined(a_in, "matmul");
   check_defined(b_in, "matmul");
   check_same_device(a_in, b_in, "matmul");

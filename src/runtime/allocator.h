@@ -9,4 +9,12 @@ namespace pyflame {
 // CPU: 64-byte aligned host memory. GPU: the device's caching allocator.
 std::shared_ptr<Buffer> allocate(Device device, size_t bytes);
 
+// Host buffers currently allocated and the peak since the last reset, in
+// bytes (what tensors hold on the CPU device).
+struct HostMemoryStats {
+  size_t allocated = 0, peak = 0;
+};
+HostMemoryStats host_memory_stats();
+void reset_host_peak_memory();
+
 }  // namespace pyflame

@@ -1,2 +1,2 @@
-"""Backend-specific APIs: ``pyflame.backend.rocm``."""
-from . import rocm  # noqa: F401
+"""Backend-specific APIs: ``pyflame.backend.rocm`` and ``pyflame.backend.cpu``."""
+from . import cpu, rocm  # noqa: F401

@@ -69,6 +69,8 @@ def linear(input, weight, bias=None):  # noqa: A002  (torch's argument name)
                              f"in_features={weight.shape[1]} (weight {tuple(weight.shape)})")
     out = _core.matmul(input, weight.T)
     if bias is not None:
+        if out.dtype != bias.dtype and _core._autocast_dtype() is not None:
+            bias = bias.astype(out.dtype)  # autocast: the bias joins the low-precision output
         out = out + bias
     return out
 

@@ -5,6 +5,7 @@ import numpy as np
 
 from ... import _core
 from ... import ops as _ops
+from ...autograd import no_grad as _no_grad
 from ..parameter import Parameter
 
 Tensor = _core.Tensor
@@ -332,28 +333,41 @@ class Module:
         return self.train(False)
 
     def requires_grad_(self, requires_grad=True):
-        """Sets the ``requires_grad`` flag of every parameter record; returns self."""
-        for m in self.modules():
-            for p in m._parameters.values():
-                if p is not None:
-                    p.requires_grad = bool(requires_grad)
+        """Sets ``requires_grad`` on every parameter tensor (False freezes
+        them: backward stops there and optimizers skip them); returns self."""
+        for p in self.parameters():
+            p.requires_grad = bool(requires_grad)
         return self
+
+    def zero_grad(self, set_to_none=True):
+        """Clears the parameters' gradients: to None (the default, as in
+        PyTorch 2) or, with ``set_to_none=False``, to zeros."""
+        for p in self.parameters():
+            g = p.grad
+            if g is None:
+                continue
+            p.grad = None if set_to_none else _ops.zeros_like(g)
 
     # ------------------------------------------------- device and dtypes
     def _apply_to_tensors(self, fn):
         """Rebinds every parameter and buffer tensor to fn(tensor), in place
-        (all or nothing: fn runs on every tensor before any is rebound)."""
+        (all or nothing: fn runs on every tensor before any is rebound).
+        Parameters stay grad leaves; their gradients are converted too."""
         seen, pairs = set(), []
-        for m in self.modules():
-            tensors = [p.data for p in m._parameters.values() if p is not None]
-            tensors += [b for b in m._buffers.values() if b is not None]
-            for t in tensors:
-                if id(t) not in seen:
-                    seen.add(id(t))
-                    pairs.append((t, fn(t)))
-        for t, new in pairs:
+        with _no_grad():
+            for m in self.modules():
+                tensors = [p.data for p in m._parameters.values() if p is not None]
+                tensors += [b for b in m._buffers.values() if b is not None]
+                for t in tensors:
+                    if id(t) not in seen:
+                        seen.add(id(t))
+                        g = t.grad
+                        pairs.append((t, fn(t), None if g is None else fn(g)))
+        for t, new, grad in pairs:
             if new is not t:
                 t._replace(new)
+                if grad is not None and t.requires_grad:
+                    t.grad = grad
         return self
 
     def to(self, *args, **kwargs):
@@ -464,13 +478,14 @@ class Module:
         if errors:
             raise StateDictError("Error(s) in loading state_dict for {}:\n\t{}".format(
                 self._get_name(), "\n\t".join(errors)))
-        for dst, src in updates:
-            new = src
-            if new.dtype != dst.dtype:
-                new = new.astype(dst.dtype)
-            if new.device != dst.device:
-                new = new.to(dst.device)
-            dst._replace(new)
+        with _no_grad():
+            for dst, src in updates:
+                new = src
+                if new.dtype != dst.dtype:
+                    new = new.astype(dst.dtype)
+                if new.device != dst.device:
+                    new = new.to(dst.device)
+                dst._replace(new)  # a parameter stays a trainable leaf
         return IncompatibleKeys(missing, unexpected)
 
     # -------------------------------------------------------------- repr

@@ -18,7 +18,8 @@ class _BatchNorm(Module):
     and counts ``num_batches_tracked``. Eval: normalizes with the running
     statistics (or the batch's when they are not tracked).
 
-    The updates rebind the buffer tensors lazily, like every op. So that a
+    The updates rebind the buffer tensors lazily, like every op, detached
+    from the autograd graph (the buffers never require grad). So that a
     training loop that never reads them does not grow their graph (each update
     holds on to its batch), a training-mode call first evaluates the previous
     call's pending updates: at most one batch per layer stays referenced.
@@ -89,9 +90,17 @@ class _BatchNorm(Module):
         # Buffers go to the op when they are updated (training and tracked) or
         # used (eval); pf.batch_norm rebinds them to their updated values.
         track = not self.training or self.track_running_stats
-        return F.batch_norm(input, self.running_mean if track else None,
-                            self.running_var if track else None, self.weight, self.bias,
-                            use_batch_stats, factor, self.eps)
+        out = F.batch_norm(input, self.running_mean if track else None,
+                           self.running_var if track else None, self.weight, self.bias,
+                           use_batch_stats, factor, self.eps)
+        if self.training and self.track_running_stats:
+            # Statistics of an input that requires grad would carry its graph
+            # (and each batch's, chained) into the buffers: keep the values only.
+            for name in ("running_mean", "running_var"):
+                b = self._buffers.get(name)
+                if b is not None and b.requires_grad:
+                    b._replace(_core.detach(b))
+        return out
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "

@@ -1,0 +1,244 @@
+"""The ``Optimizer`` base class: parameter groups, state, zero_grad, step
+and state dicts, in the shape of ``torch.optim.Optimizer``."""
+import collections.abc
+import math
+import warnings
+
+import numpy as np
+
+from .. import _core
+from ..autograd import enable_grad, no_grad
+from ..nn.parameter import Parameter
+
+Tensor = _core.Tensor
+
+
+class _RequiredParameter:
+    """The default of an option every parameter group must set (e.g. lr)."""
+
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+_SET_ERROR = ("optimizer parameters need to be organized in ordered collections, but the "
+              "ordering of tensors in sets will change between runs. Please use a list instead.")
+
+
+def _tensor_of(p):
+    return p.data if isinstance(p, Parameter) else p
+
+
+class _State(collections.abc.MutableMapping):
+    """Per-parameter state, keyed by the parameter tensor.
+
+    Tensors hash by their graph node, which changes on every update
+    (``_replace``), and compare elementwise, so this map keys by object
+    identity. Reading a missing parameter gives a fresh empty dict (torch's
+    defaultdict)."""
+
+    def __init__(self):
+        self._entries = {}  # id(tensor) -> (tensor, state dict)
+
+    def __getitem__(self, p):
+        p = _tensor_of(p)
+        entry = self._entries.get(id(p))
+        if entry is None:
+            entry = self._entries[id(p)] = (p, {})
+        return entry[1]
+
+    def __setitem__(self, p, value):
+        p = _tensor_of(p)
+        self._entries[id(p)] = (p, value)
+
+    def __delitem__(self, p):
+        del self._entries[id(_tensor_of(p))]
+
+    def __contains__(self, p):
+        return id(_tensor_of(p)) in self._entries
+
+    def get(self, p, default=None):
+        entry = self._entries.get(id(_tensor_of(p)))
+        return default if entry is None else entry[1]
+
+    def __iter__(self):
+        return (p for p, _ in list(self._entries.values()))
+
+    def __len__(self):
+        return len(self._entries)
+
+    def __repr__(self):
+        return "{" + ", ".join(f"<tensor {tuple(p.shape)}>: {s!r}"
+                               for p, s in self._entries.values()) + "}"
+
+
+def _state_value(param, key, value):
+    """A loaded state entry on the parameter's device (floating tensors in its
+    dtype, as torch casts them); 'step' stays a number."""
+    if isinstance(value, dict):
+        return {k: _state_value(param, k, v) for k, v in value.items()}
+    if key == "step":
+        step = float(np.asarray(value))
+        return int(step) if step.is_integer() else step
+    if not isinstance(value, Tensor) and hasattr(value, "__array__"):
+        value = _core.from_numpy(np.ascontiguousarray(np.asarray(value)), None)
+    if isinstance(value, Tensor):
+        if value.dtype.is_floating_point and param.dtype.is_floating_point:
+            value = value.astype(param.dtype)
+        if value.device != param.device:
+            value = value.to(param.device)
+    return value
+
+
+class Optimizer:
+    """Base class: holds ``param_groups`` (a list of dicts with ``params`` and
+    the options) and ``state`` (a dict per parameter). Subclasses implement
+    ``_update(group)``, which returns the new parameter values and state
+    tensors; ``step`` rebinds the parameters in place (``p._replace``) under
+    no_grad and evaluates everything in one pass.
+
+    ``params`` is an iterable of tensors (``module.parameters()``) or of dicts
+    with a ``params`` entry and per-group options that override the defaults.
+    """
+
+    def __init__(self, params, defaults):
+        self.defaults = dict(defaults)
+        self.state = _State()
+        self.param_groups = []
+        if isinstance(params, (Tensor, Parameter)):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            f"Tensors or dicts, but got {type(params).__name__}")
+        if isinstance(params, set):
+            raise TypeError(_SET_ERROR)
+        groups = list(params)
+        if not groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    def __repr__(self):
+        lines = [type(self).__name__ + " ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines += [f"    {k}: {group[k]}" for k in sorted(group) if k != "params"]
+        return "\n".join(lines + [")"])
+
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def add_param_group(self, param_group):
+        """Adds a group of parameters (a dict with ``params`` and options; the
+        options it leaves out take the optimizer's defaults)."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param group must be a dict, got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, (Tensor, Parameter)):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError(_SET_ERROR)
+        params = [_tensor_of(p) for p in params]
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is "
+                                + type(p).__name__)
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        group = dict(param_group, params=params)
+        for name, default in self.defaults.items():
+            if default is required and name not in group:
+                raise ValueError("parameter group didn't specify a value of required "
+                                 f"optimization parameter {name}")
+            group.setdefault(name, default)
+        ids = [id(p) for p in params]
+        if len(set(ids)) != len(ids):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; "
+                          "in future, this will cause an error", stacklevel=3)
+        taken = {id(p) for g in self.param_groups for p in g["params"]}
+        if taken & set(ids):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none=True):
+        """Clears the gradients: to None (the default) or to zeros."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p.grad
+                if g is not None:
+                    p.grad = None if set_to_none else _core.full(
+                        list(g.shape), 0.0, g.dtype, g.device, "zero_grad")
+
+    def step(self, closure=None):
+        """One update of every parameter that has a gradient. ``closure``
+        (optional) re-evaluates the model and returns the loss; it runs with
+        grad enabled before the update. Returns its loss."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        pending = []
+        with no_grad():
+            for group in self.param_groups:
+                pending += self._update(group)
+        if pending:
+            _core.eval(pending)
+        return loss
+
+    def _update(self, group):
+        raise NotImplementedError(f"{type(self).__name__} does not implement _update")
+
+    @staticmethod
+    def _set(param, value):
+        """Rebinds a parameter to its updated value (it stays a grad leaf)."""
+        param._replace(value if value.dtype == param.dtype else value.astype(param.dtype))
+        return param
+
+    # ---------------------------------------------------------- state dicts
+    def state_dict(self):
+        """``{"state": {index: {...}}, "param_groups": [{options, "params":
+        [indices]}]}``: parameters are numbered in group order, as torch does.
+        State tensors are the current values (later steps rebind new ones,
+        so the dict is a snapshot)."""
+        index, groups = {}, []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+            packed["params"] = [index[id(p)] for p in group["params"]]
+            groups.append(packed)
+        state = {index[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """Restores options and state from ``state_dict()`` output (state
+        tensors move to each parameter's device and dtype)."""
+        saved = state_dict["param_groups"]
+        if len(saved) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(s["params"]) != len(g["params"]) for s, g in zip(saved, self.param_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match "
+                             "the size of optimizer's group")
+        by_index = {i: p for s, g in zip(saved, self.param_groups)
+                    for i, p in zip(s["params"], g["params"])}
+        state = _State()
+        for i, entry in state_dict["state"].items():
+            if i in by_index:
+                p = by_index[i]
+                state[p] = {k: _state_value(p, k, v) for k, v in entry.items()}
+        groups = []
+        for s, g in zip(saved, self.param_groups):
+            group = {k: v for k, v in s.items() if k != "params"}
+            group["params"] = g["params"]
+            groups.append(group)
+        self.state, self.param_groups = state, groups
+
+
+def _check_range(value, name, low=0.0, high=None, closed_high=False):
+    """torch's 'Invalid ... value' checks."""
+    ok = value >= low and (high is None or (value <= high if closed_high else value < high))
+    if not ok or (isinstance(value, float) and math.isnan(value)):
+        raise ValueError(f"Invalid {name}: {value}")

@@ -1,0 +1,49 @@
+"""Stochastic gradient descent (``torch.optim.SGD``)."""
+from .optimizer import Optimizer, _check_range, required
+
+
+class SGD(Optimizer):
+    """SGD with optional momentum (heavy-ball or Nesterov), dampening, L2
+    weight decay and maximization, step for step as ``torch.optim.SGD``::
+
+        g = -grad if maximize else grad
+        g = g + weight_decay * p
+        buf = g (first step) or momentum * buf + (1 - dampening) * g
+        g = g + momentum * buf if nesterov else buf      (when momentum != 0)
+        p = p - lr * g
+    """
+
+    def __init__(self, params, lr=required, momentum=0, dampening=0, weight_decay=0,
+                 nesterov=False, *, maximize=False):
+        if lr is not required:
+            _check_range(lr, "learning rate")
+        _check_range(momentum, "momentum value")
+        _check_range(weight_decay, "weight_decay value")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
+                                      weight_decay=weight_decay, nesterov=nesterov,
+                                      maximize=maximize))
+
+    def _update(self, group):
+        lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+        weight_decay, nesterov = group["weight_decay"], group["nesterov"]
+        maximize = group["maximize"]
+        out = []
+        for p in group["params"]:
+            g = p.grad
+            if g is None:
+                continue
+            if maximize:
+                g = -g
+            if weight_decay != 0:
+                g = g + p * weight_decay
+            if momentum != 0:
+                state = self.state[p]
+                buf = state.get("momentum_buffer")
+                buf = g if buf is None else buf * momentum + g * (1 - dampening)
+                state["momentum_buffer"] = buf
+                out.append(buf)
+                g = g + buf * momentum if nesterov else buf
+            out.append(self._set(p, p - g * lr))
+        return out

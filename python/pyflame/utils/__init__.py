@@ -1,0 +1,4 @@
+"""Utilities: ``pf.utils.checkpoint`` (gradient checkpointing)."""
+from ._checkpoint import checkpoint, checkpoint_sequential
+
+__all__ = ["checkpoint", "checkpoint_sequential"]
