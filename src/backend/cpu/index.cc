@@ -1,8 +1,10 @@
-// CPU kernels of the index family: concat, gather, pad, dropout.
+// CPU kernels of the index family: concat, gather, pad, dropout, and the
+// backward ops scatter_add and pad_backward.
 #include <atomic>
 #include <cstring>
 
 #include "backend/cpu/kernel_utils.h"
+#include "backend/pad_fold.h"
 #include "core/random_bits.h"
 #include "ir/primitives.h"
 
@@ -163,6 +165,87 @@ void Dropout::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
           const int64_t o = off[0] + i * ls[0];  // row-major: the element's index
           const bool keep = (random_bits(key, static_cast<uint64_t>(o)) >> 40) >= thr;
           po[o] = T(static_cast<float>(px[off[1] + i * ls[1]]) * (keep ? sc : 0.0f));
+        }
+      });
+    });
+  });
+}
+
+// Each line of the index along `axis` writes only its own line of the
+// output, so lines run in parallel and each sums in index order into a
+// float accumulator: deterministic, and 16-bit outputs round once.
+void ScatterAdd::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
+  const Tensor &src = in[0], &index = in[1];
+  const int nd = index.ndim();
+  const Shape& ish = index.shape();
+  const Strides os = row_major_strides(out.shape());
+  const int64_t K = out.shape()[axis], M = ish[axis];
+  const int64_t lines = M == 0 ? 0 : index.size() / M;
+  std::memset(out.raw_data(), 0, out.size() * out.itemsize());
+  std::atomic<bool> bad{false};
+  std::atomic<int64_t> bad_value{0};
+  cpu::dispatch_float(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* ps = src.data<T>();
+    T* po = out.data<T>();
+    auto run = [&](auto itag) {
+      using I = decltype(itag);
+      const I* pi = index.data<I>();
+      const int64_t s_step = src.strides()[axis], i_step = index.strides()[axis];
+      cpu::parallel_for(lines, std::max<int64_t>(1, cpu::kGrain / (K + M)), [&](int64_t b, int64_t e) {
+        std::vector<float> acc(K);
+        for (int64_t line = b; line < e; ++line) {
+          int64_t rem = line, s_off = 0, i_off = 0, o_off = 0;
+          for (int d = nd - 1; d >= 0; --d) {  // the line's coordinates off `axis`
+            if (d == axis) continue;
+            const int64_t c = rem % ish[d];
+            rem /= ish[d];
+            s_off += c * src.strides()[d];
+            i_off += c * index.strides()[d];
+            o_off += c * os[d];
+          }
+          std::fill(acc.begin(), acc.end(), 0.0f);
+          for (int64_t k = 0; k < M; ++k) {
+            const int64_t j = static_cast<int64_t>(pi[i_off + k * i_step]);
+            if (j < 0 || j >= K) {
+              bad_value.store(j, std::memory_order_relaxed);
+              bad.store(true, std::memory_order_relaxed);
+              continue;
+            }
+            acc[j] += static_cast<float>(ps[s_off + k * s_step]);
+          }
+          for (int64_t j = 0; j < K; ++j) po[o_off + j * os[axis]] = T(acc[j]);
+        }
+      });
+    };
+    if (index.dtype() == Dtype::Int32) run(int32_t{});
+    else run(int64_t{});
+  });
+  if (bad.load()) throw IndexError(range_error(bad_value.load(), K));
+}
+
+void PadGrad::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
+  const Tensor& c = in[0];
+  Strides cs = c.strides();
+  const int64_t c_step = cs[axis], m = c.shape()[axis];
+  cs[axis] = 0;  // the axis is walked by the preimage
+  const Strides os = row_major_strides(out.shape());
+  const int64_t inner = os[axis], n = size, l = lo;
+  const PadMode md = mode;
+  cpu::Layout<2> L = cpu::collapse<2>(out.shape(), {&os, &cs});
+  cpu::dispatch_float(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* pc = c.data<T>();
+    T* po = out.data<T>();
+    cpu::parallel_for(out.size(), cpu::kGrain, [&](int64_t b, int64_t e) {
+      cpu::for_each_run<2>(L, b, e, [&](auto off, int64_t cnt, auto ls) {
+        for (int64_t k = 0; k < cnt; ++k) {
+          const int64_t o = off[0] + k * ls[0];  // row-major: the element's index
+          const T* line = pc + off[1] + k * ls[1];
+          float acc = 0.0f;
+          auto add = [&](int64_t j) { acc += static_cast<float>(line[j * c_step]); };
+          for_each_pad_preimage(md, (o / inner) % n, l, n, m, add);
+          po[o] = T(acc);
         }
       });
     });
