@@ -169,6 +169,38 @@ def test_gather_family_grad_low_precision(device, dtype, rtol, atol):
                    [x, index], device, rtol=rtol, atol=atol, dtype=dtype)
 
 
+def test_gather_family_grad_wide_rows(device):
+    # rows longer than the CPU's column blocks, and a non-contiguous cotangent
+    w = random_array((7, 150))
+    idx = np.random.randint(0, 7, size=(3, 11)).astype(np.int64)
+    check_vs_torch(lambda i, t: pf.embedding(i, t, 3), lambda i, t: F.embedding(i, t, 3),
+                   [idx, w], device)
+    x = random_array((5, 130))
+    index = np.random.randint(0, 5, size=(9, 130)).astype(np.int32)
+    check_vs_torch(lambda t, i: pf.gather(t, 0, i).T * 2.0,
+                   lambda t, i: torch.gather(t, 0, i.long()).T * 2.0, [x, index], device)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_scatter_accumulates_16_bit_in_float32(device, dtype):
+    # 3072 ones (exact in both): a 16-bit running sum would stall at 2048
+    # (float16) or 256 (bfloat16)
+    w = pf.detach(pf.ones(4, 2, device=device).astype(dtype))
+    w.requires_grad = True
+    idx = pf.tensor(np.full(3072, 2, np.int64), device=device)
+    pf.embedding(idx, w).sum().backward()
+    np.testing.assert_array_equal(w.grad.astype("float32").numpy(),
+                                  [[0, 0], [0, 0], [3072, 3072], [0, 0]])
+
+
+def test_scatter_add_is_deterministic_on_cpu():
+    x = pf.tensor(np.random.randn(50, 8).astype(np.float32), requires_grad=True)
+    idx = pf.tensor(np.random.randint(0, 50, size=(4000, 8)), dtype=pf.int64)
+    cot = pf.tensor(np.random.randn(4000, 8).astype(np.float32))
+    grads = [pf.grad(pf.gather(x, 0, idx), [x], [cot])[0].numpy() for _ in range(3)]
+    assert all(np.array_equal(g, grads[0]) for g in grads)
+
+
 # ---------------------------------------------------------------- pad
 
 def torch_pad(t, pads, mode="constant", value=0.0):

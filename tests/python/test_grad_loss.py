@@ -90,7 +90,8 @@ def test_cross_entropy_grad_int32_targets_and_views(device):
     check_vs_torch(lambda a, b: pf.cross_entropy(a.transpose(0, 2, 1).transpose(0, 2, 1) * 1.5, b),
                    lambda a, b: F.cross_entropy(a * 1.5, b.long()), [x, t], device)
     check_vs_torch(lambda a, b: pf.cross_entropy(a.transpose(2, 1, 0), b.T, label_smoothing=0.3),
-                   lambda a, b: F.cross_entropy(a.permute(2, 1, 0), b.long().T, label_smoothing=0.3),
+                   lambda a, b: F.cross_entropy(a.permute(2, 1, 0), b.long().T,
+                                                label_smoothing=0.3),
                    [x, t], device)
 
 

@@ -150,11 +150,6 @@ __global__ void pad_grad_kernel(T* out, const T* c, Indexer<1> ix, int64_t c_ste
   }
 }
 
-}  // namespace
-}  // namespace pyflame::backend::rocm
-
-namespace pyflame::backend::rocm {
-namespace {
 // Reads a kernel's range flag back (stream-ordered): the bad index, if any.
 std::optional<int64_t> read_range_flag(DeviceContext& ctx, const void* flag) {
   long long report[2] = {0, 0};
