@@ -29,7 +29,8 @@ Tensor gather(const Tensor& x, int axis, const Tensor& index);
 Tensor index_select(const Tensor& x, int axis, const Tensor& index);
 // torch.nn.functional.embedding: rows of weight (V, D) -> indices.shape + (D,).
 // padding_idx is validated (in [-V, V)); as in PyTorch it only matters for
-// gradients: the forward value is weight[indices] either way.
+// gradients: the forward value is weight[indices] either way, and row
+// padding_idx of weight gets no gradient.
 Tensor embedding(const Tensor& indices, const Tensor& weight,
                  std::optional<int64_t> padding_idx = {});
 

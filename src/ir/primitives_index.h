@@ -2,6 +2,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,7 +14,9 @@
   X(Concat)                    \
   X(Gather)                    \
   X(Pad)                       \
-  X(Dropout)
+  X(Dropout)                   \
+  X(ScatterAdd)                \
+  X(PadGrad)
 
 namespace pyflame {
 
@@ -23,30 +26,59 @@ class Concat : public Primitive {
   explicit Concat(int ax) : axis(ax) {}
   const char* name() const override { return "concat"; }
   PF_EVAL_DECLS
+  PF_VJP_DECL
   int axis;
 };
+
+// The IndexError message of a gather-family op for index j on an axis of
+// `size` entries.
+inline std::string gather_range_error(const char* fn, int axis, int64_t j, int64_t size) {
+  std::string msg = std::string(fn) == "embedding"
+                        ? "index " + std::to_string(j) + " is out of range for an embedding of " +
+                              std::to_string(size) + " rows"
+                        : "index " + std::to_string(j) + " is out of bounds for axis " +
+                              std::to_string(axis) + " with size " + std::to_string(size);
+  return errmsg(fn, msg);
+}
 
 // Inputs: x, index (int32/int64), both with the output's ndim; the output has
 // index's shape. out[p] = x[p with p[axis] replaced by index[p]], x read
 // through its own strides (its shape may be larger off `axis`; broadcast
-// views serve index_select and embedding). Indices outside
-// [0, x.shape[axis]) raise IndexError naming `fn`.
+// views serve index_select). Indices outside [0, x.shape[axis]) raise
+// IndexError naming `fn`. padding_idx (embedding, normalized to [0, V)):
+// entries gathered from that row pass no gradient back.
 class Gather : public Primitive {
  public:
-  Gather(int ax, const char* f) : axis(ax), fn(f) {}
+  Gather(int ax, const char* f, std::optional<int64_t> pad = {})
+      : axis(ax), fn(f), padding_idx(pad) {}
   const char* name() const override { return fn; }
   PF_EVAL_DECLS
-  // The IndexError message for index j on an axis of `size` entries.
+  PF_VJP_DECL
   std::string range_error(int64_t j, int64_t size) const {
-    std::string msg = std::string(fn) == "embedding"
-                          ? "index " + std::to_string(j) + " is out of range for an embedding of " +
-                                std::to_string(size) + " rows"
-                          : "index " + std::to_string(j) + " is out of bounds for axis " +
-                                std::to_string(axis) + " with size " + std::to_string(size);
-    return errmsg(fn, msg);
+    return gather_range_error(fn, axis, j, size);
   }
   int axis;
   const char* fn;  // "gather", "index_select" or "embedding"
+  std::optional<int64_t> padding_idx;
+};
+
+// Gather's backward. Inputs: src (index's shape, any layout), index. The
+// output (row-major, x's shape) is zero except out[p with p[axis] =
+// index[p]] += src[p]; duplicate indices accumulate. The CPU sums in index
+// order (deterministic); the GPU uses float32 atomics (16-bit outputs
+// accumulate in a float32 buffer and round once), so the order of the sums
+// may vary between runs. Indices out of range raise IndexError naming `fn`.
+class ScatterAdd : public Primitive {
+ public:
+  ScatterAdd(int ax, const char* f) : axis(ax), fn(f) {}
+  const char* name() const override { return "scatter_add"; }
+  PF_EVAL_DECLS
+  PF_VJP_DECL
+  std::string range_error(int64_t j, int64_t size) const {
+    return gather_range_error(fn, axis, j, size);
+  }
+  int axis;
+  const char* fn;  // the forward gather's name, for error messages
 };
 
 // out[o] = x[map(o - lo)] per axis, `value` where constant padding applies.
@@ -56,6 +88,7 @@ class Pad : public Primitive {
   Pad(PadMode m, double v, std::vector<int64_t> l) : mode(m), value(v), lo(std::move(l)) {}
   const char* name() const override { return "pad"; }
   PF_EVAL_DECLS
+  PF_VJP_DECL
   PadMode mode;
   double value;
   std::vector<int64_t> lo;
@@ -69,10 +102,27 @@ class Dropout : public Primitive {
   Dropout(double prob, uint64_t k) : p(prob), key(k) {}
   const char* name() const override { return "dropout"; }
   PF_EVAL_DECLS
+  PF_VJP_DECL
   uint64_t threshold() const { return static_cast<uint64_t>(std::ceil(p * 16777216.0)); }
   float scale() const { return static_cast<float>(1.0 / (1.0 - p)); }
   double p;
   uint64_t key;
+};
+
+// Pad's backward along one axis: folds the cotangent of a (non-constant)
+// pad back onto the input. Input: the row-major cotangent with `out_size`
+// entries on `axis`; output: the same shape with `size` entries there,
+// out[.., i, ..] = sum of in[.., o, ..] over every o with
+// pad_source(mode, o - lo, size) == i. Each output element sums its own
+// preimage, so no atomics and a fixed order.
+class PadGrad : public Primitive {
+ public:
+  PadGrad(PadMode m, int ax, int64_t l, int64_t n) : mode(m), axis(ax), lo(l), size(n) {}
+  const char* name() const override { return "pad_backward"; }
+  PF_EVAL_DECLS
+  PadMode mode;
+  int axis;
+  int64_t lo, size;
 };
 
 }  // namespace pyflame

@@ -35,6 +35,7 @@ class CrossEntropy : public Primitive {
       : ignore_index(ignore), label_smoothing(smoothing), has_weight(w) {}
   const char* name() const override { return "cross_entropy"; }
   PF_EVAL_DECLS
+  PF_VJP_DECL
   int64_t ignore_index;
   double label_smoothing;
   bool has_weight;
@@ -46,6 +47,7 @@ class NllLoss : public Primitive {
   NllLoss(int64_t ignore, bool w) : ignore_index(ignore), has_weight(w) {}
   const char* name() const override { return "nll_loss"; }
   PF_EVAL_DECLS
+  PF_VJP_DECL
   int64_t ignore_index;
   bool has_weight;
 };
@@ -59,6 +61,7 @@ class TargetWeight : public Primitive {
       : classes(classes_), ignore_index(ignore), has_weight(w) {}
   const char* name() const override { return "loss_target_weight"; }
   PF_EVAL_DECLS
+  PF_VJP_DECL
   int64_t classes;
   int64_t ignore_index;
   bool has_weight;

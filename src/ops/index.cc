@@ -222,17 +222,16 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
   if (indices.size() > 0 && V == 0) {
     throw IndexError(errmsg(fn, "cannot look up indices in an empty weight"));
   }
-  // x: weight broadcast to (s..., V, D); index: indices as (s..., 1, D); the
-  // gather along axis k = indices.ndim() gives (s..., 1, D).
-  const int k = indices.ndim();
-  Shape xs = indices.shape(), is = indices.shape(), os = indices.shape();
-  xs.insert(xs.end(), {V, D});
-  is.insert(is.end(), {1, D});
+  // A gather along axis 0 of weight, index = the flat indices as (n, D); its
+  // vjp scatters straight into (V, D). padding_idx is kept for that vjp.
+  const int64_t n = indices.size();
+  Tensor idx = broadcast_to(reshape(indices, {n, 1}), {n, D});
+  std::optional<int64_t> pad;
+  if (padding_idx) pad = *padding_idx < 0 ? *padding_idx + V : *padding_idx;
+  Tensor out = Tensor::make({n, D}, weight.dtype(), weight.device(),
+                            std::make_shared<Gather>(0, fn, pad), {weight, idx});
+  Shape os = indices.shape();
   os.push_back(D);
-  Tensor x = broadcast_to(weight, xs);
-  Tensor idx = broadcast_to(unsqueeze(unsqueeze(indices, k), k + 1), is);
-  Tensor out = Tensor::make(is, weight.dtype(), weight.device(), std::make_shared<Gather>(k, fn),
-                            {x, idx});
   return reshape(out, os);
 }
 

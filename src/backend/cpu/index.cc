@@ -1,8 +1,13 @@
-// CPU kernels of the index family: concat, gather, pad, dropout.
+// CPU kernels of the index family: concat, gather, pad, dropout, and the
+// backward ops scatter_add and pad_backward.
+#include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 #include "backend/cpu/kernel_utils.h"
+#include "backend/pad_fold.h"
 #include "core/random_bits.h"
 #include "ir/primitives.h"
 
@@ -163,6 +168,113 @@ void Dropout::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
           const int64_t o = off[0] + i * ls[0];  // row-major: the element's index
           const bool keep = (random_bits(key, static_cast<uint64_t>(o)) >> 40) >= thr;
           po[o] = T(static_cast<float>(px[off[1] + i * ls[1]]) * (keep ? sc : 0.0f));
+        }
+      });
+    });
+  });
+}
+
+// Work is split into units that own disjoint parts of the output: one unit
+// is a set of coordinates off `axis` and off the last axis, times a block of
+// the last axis (when that is not `axis`), so writes stay contiguous. Each
+// unit sums in index order in float (the float32 output itself, or a
+// buffer for 16-bit outputs, which round once): deterministic.
+void ScatterAdd::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
+  const Tensor &src = in[0], &index = in[1];
+  const int nd = index.ndim();
+  const Shape& ish = index.shape();
+  const Strides os = row_major_strides(out.shape());
+  const int64_t K = out.shape()[axis], M = ish[axis];
+  // The last axis, walked in blocks inside a unit (size 1 when it is `axis`).
+  const bool has_last = axis != nd - 1;
+  const int last = nd - 1;
+  const int64_t L = has_last ? ish[last] : 1;
+  const int64_t s_last = has_last ? src.strides()[last] : 0;
+  const int64_t i_last = has_last ? index.strides()[last] : 0;
+  constexpr int64_t kBlock = 64;
+  const int64_t blocks = (L + kBlock - 1) / kBlock;
+  const int64_t outer = M == 0 || L == 0 ? 0 : index.size() / (M * L);
+  if (out.size() > 0) std::memset(out.raw_data(), 0, out.size() * out.itemsize());
+  std::atomic<bool> bad{false};
+  std::atomic<int64_t> bad_value{0};
+  cpu::dispatch_float(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* ps = src.data<T>();
+    T* po = out.data<T>();
+    auto run = [&](auto itag) {
+      using I = decltype(itag);
+      const I* pi = index.data<I>();
+      const int64_t s_step = src.strides()[axis], i_step = index.strides()[axis];
+      const int64_t grain = std::max<int64_t>(1, cpu::kGrain / ((K + M) * std::min(L, kBlock)));
+      cpu::parallel_for(outer * blocks, grain, [&](int64_t b, int64_t e) {
+        std::vector<float> acc(std::is_same_v<T, float> ? 0 : K * std::min(L, kBlock));
+        for (int64_t u = b; u < e; ++u) {
+          const int64_t t0 = (u % blocks) * kBlock, bw = std::min(kBlock, L - t0);
+          int64_t rem = u / blocks;
+          int64_t s_off = t0 * s_last, i_off = t0 * i_last, o_off = has_last ? t0 : 0;
+          for (int d = nd - 1; d >= 0; --d) {  // the unit's coordinates off both
+            if (d == axis || (has_last && d == last)) continue;
+            const int64_t c = rem % ish[d];
+            rem /= ish[d];
+            s_off += c * src.strides()[d];
+            i_off += c * index.strides()[d];
+            o_off += c * os[d];
+          }
+          // float32 sums straight into the (zeroed) output; 16-bit into acc.
+          constexpr bool direct = std::is_same_v<T, float>;
+          float* a = direct ? reinterpret_cast<float*>(po + o_off) : acc.data();
+          const int64_t a_row = direct ? os[axis] : bw;
+          if (!direct) std::fill(acc.begin(), acc.begin() + K * bw, 0.0f);
+          for (int64_t k = 0; k < M; ++k) {
+            const I* pik = pi + i_off + k * i_step;
+            const T* psk = ps + s_off + k * s_step;
+            for (int64_t t = 0; t < bw; ++t) {
+              const int64_t j = static_cast<int64_t>(pik[t * i_last]);
+              if (j < 0 || j >= K) {
+                bad_value.store(j, std::memory_order_relaxed);
+                bad.store(true, std::memory_order_relaxed);
+                continue;
+              }
+              a[j * a_row + t] += static_cast<float>(psk[t * s_last]);
+            }
+          }
+          if constexpr (!direct) {
+            for (int64_t j = 0; j < K; ++j) {
+              T* dst = po + o_off + j * os[axis];
+              for (int64_t t = 0; t < bw; ++t) dst[t] = T(acc[j * bw + t]);
+            }
+          }
+        }
+      });
+    };
+    if (index.dtype() == Dtype::Int32) run(int32_t{});
+    else run(int64_t{});
+  });
+  if (bad.load()) throw IndexError(range_error(bad_value.load(), K));
+}
+
+void PadGrad::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
+  const Tensor& c = in[0];
+  Strides cs = c.strides();
+  const int64_t c_step = cs[axis], m = c.shape()[axis];
+  cs[axis] = 0;  // the axis is walked by the preimage
+  const Strides os = row_major_strides(out.shape());
+  const int64_t inner = os[axis], n = size, l = lo;
+  const PadMode md = mode;
+  cpu::Layout<2> L = cpu::collapse<2>(out.shape(), {&os, &cs});
+  cpu::dispatch_float(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* pc = c.data<T>();
+    T* po = out.data<T>();
+    cpu::parallel_for(out.size(), cpu::kGrain, [&](int64_t b, int64_t e) {
+      cpu::for_each_run<2>(L, b, e, [&](auto off, int64_t cnt, auto ls) {
+        for (int64_t k = 0; k < cnt; ++k) {
+          const int64_t o = off[0] + k * ls[0];  // row-major: the element's index
+          const T* line = pc + off[1] + k * ls[1];
+          float acc = 0.0f;
+          auto add = [&](int64_t j) { acc += static_cast<float>(line[j * c_step]); };
+          for_each_pad_preimage(md, (o / inner) % n, l, n, m, add);
+          po[o] = T(acc);
         }
       });
     });

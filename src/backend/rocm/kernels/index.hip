@@ -1,10 +1,13 @@
 // GPU kernels of the index family: concat (one strided copy per input),
 // gather (with a device-side range check read back before returning), pad
 // and dropout (the counter-based bits of core/random_bits.h, so a seed gives
-// the CPU's mask).
+// the CPU's mask); and the backward ops: scatter_add (float32 atomics, range
+// checked like gather) and pad_backward (each element sums its preimage).
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
+#include "backend/pad_fold.h"
 #include "backend/rocm/kernels/common.h"
 #include "backend/rocm/memory.h"
 #include "core/random_bits.h"
@@ -107,6 +110,59 @@ __global__ void dropout_kernel(T* out, const T* x, Indexer<1> ix, uint64_t key, 
   }
 }
 
+// out[o[2] + j * ax_stride] += src[o[0]], j = idx[o[1]]; out is float32
+// (the output itself, or the float32 buffer of a 16-bit one). Range flag as
+// in gather_kernel.
+template <typename T, typename I>
+__global__ void scatter_add_kernel(float* out, const T* src, const I* idx, Indexer<3> ix,
+                                   int64_t ax_stride, int64_t ax_size, int64_t n, long long* flag) {
+  PF_GRID_STRIDE(i, n) {
+    int64_t o[3];
+    ix.offsets(i, o);
+    const int64_t j = static_cast<int64_t>(idx[o[1]]);
+    if (j < 0 || j >= ax_size) {
+      flag[1] = static_cast<long long>(j);
+      flag[0] = 1;
+      continue;
+    }
+    atomicAdd(out + o[2] + j * ax_stride, static_cast<float>(src[o[0]]));
+  }
+}
+
+template <typename T>
+__global__ void round_from_float_kernel(T* out, const float* x, int64_t n) {
+  PF_GRID_STRIDE(i, n) out[i] = convert<T>(x[i]);
+}
+
+// out[i] = sum of c over the preimage of i's coordinate on the padded axis;
+// ix maps i to c's offset with that axis at 0.
+template <typename T>
+__global__ void pad_grad_kernel(T* out, const T* c, Indexer<1> ix, int64_t c_step, int64_t inner,
+                                int mode, int64_t lo, int64_t size, int64_t m, int64_t n) {
+  PF_GRID_STRIDE(i, n) {
+    int64_t o[1];
+    ix.offsets(i, o);
+    const T* line = c + o[0];
+    float acc = 0.0f;
+    auto add = [&](int64_t j) { acc += static_cast<float>(line[j * c_step]); };
+    for_each_pad_preimage(static_cast<PadMode>(mode), (i / inner) % size, lo, size, m, add);
+    out[i] = convert<T>(acc);
+  }
+}
+
+// Reads a kernel's range flag back (stream-ordered): the bad index, if any.
+std::optional<int64_t> read_range_flag(DeviceContext& ctx, const void* flag) {
+  long long report[2] = {0, 0};
+  PinnedMemoryPool& pool = get_pinned_pool();
+  void* host = pool.acquire(sizeof(report));
+  hipError_t err = hipMemcpyAsync(host, flag, sizeof(report), hipMemcpyDeviceToHost, ctx.stream);
+  if (err == hipSuccess) err = hipStreamSynchronize(ctx.stream);
+  if (err == hipSuccess) std::memcpy(report, host, sizeof(report));
+  pool.release(host);
+  PF_HIP_CHECK(err);
+  if (report[0]) return static_cast<int64_t>(report[1]);
+  return std::nullopt;
+}
 }  // namespace
 }  // namespace pyflame::backend::rocm
 
@@ -155,16 +211,7 @@ void Gather::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
     if (index.dtype() == Dtype::Int32) run(int32_t{});
     else run(int64_t{});
   });
-  // Read the range flag back (stream-ordered) and raise on the host.
-  long long report[2] = {0, 0};
-  PinnedMemoryPool& pool = get_pinned_pool();
-  void* host = pool.acquire(sizeof(report));
-  hipError_t err = hipMemcpyAsync(host, flag->ptr, sizeof(report), hipMemcpyDeviceToHost, ctx.stream);
-  if (err == hipSuccess) err = hipStreamSynchronize(ctx.stream);
-  if (err == hipSuccess) std::memcpy(report, host, sizeof(report));
-  pool.release(host);
-  PF_HIP_CHECK(err);
-  if (report[0]) throw IndexError(range_error(report[1], ax_size));
+  if (auto bad = read_range_flag(ctx, flag->ptr)) throw IndexError(range_error(*bad, ax_size));
 }
 
 void Pad::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
@@ -203,6 +250,70 @@ void Dropout::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
     using T = decltype(tag);
     dropout_kernel<T><<<grid_for(ctx, n, kThreads), kThreads, 0, ctx.stream>>>(
         out.data<T>(), x.data<T>(), ix, key, threshold(), scale(), n);
+    PF_HIP_CHECK_LAUNCH();
+  });
+}
+
+void ScatterAdd::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
+  DeviceContext& ctx = context(out.device().index);
+  DeviceGuard g(ctx.device);
+  const Tensor &src = in[0], &index = in[1];
+  Strides os = row_major_strides(out.shape());
+  const int64_t ax_stride = os[axis], ax_size = out.shape()[axis];
+  os[axis] = 0;
+  const int64_t n = index.size(), total = out.size();
+  // 16-bit outputs accumulate in a float32 buffer and round once at the end.
+  std::shared_ptr<Buffer> acc;
+  float* dst = nullptr;
+  if (out.dtype() == Dtype::Float32) {
+    dst = out.data<float>();
+  } else {
+    acc = temp_buffer(ctx, std::max<int64_t>(total, 1) * sizeof(float));
+    dst = static_cast<float*>(acc->ptr);
+  }
+  if (total > 0) PF_HIP_CHECK(hipMemsetAsync(dst, 0, total * sizeof(float), ctx.stream));
+  auto flag = temp_buffer(ctx, 2 * sizeof(long long));
+  PF_HIP_CHECK(hipMemsetAsync(flag->ptr, 0, 2 * sizeof(long long), ctx.stream));
+  Indexer<3> ix = make_indexer<3>(index.shape(), {&src.strides(), &index.strides(), &os}, name());
+  dispatch_float(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    auto run = [&](auto itag) {
+      using I = decltype(itag);
+      if (n > 0) {
+        scatter_add_kernel<T, I><<<grid_for(ctx, n, kThreads), kThreads, 0, ctx.stream>>>(
+            dst, src.data<T>(), index.data<I>(), ix, ax_stride, ax_size, n,
+            static_cast<long long*>(flag->ptr));
+        PF_HIP_CHECK_LAUNCH();
+      }
+      if constexpr (!std::is_same_v<T, float>) {
+        if (total > 0) {
+          round_from_float_kernel<T><<<grid_for(ctx, total, kThreads), kThreads, 0, ctx.stream>>>(
+              out.data<T>(), dst, total);
+          PF_HIP_CHECK_LAUNCH();
+        }
+      }
+    };
+    if (index.dtype() == Dtype::Int32) run(int32_t{});
+    else run(int64_t{});
+  });
+  if (n == 0) return;
+  if (auto bad = read_range_flag(ctx, flag->ptr)) throw IndexError(range_error(*bad, ax_size));
+}
+
+void PadGrad::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
+  DeviceContext& ctx = context(out.device().index);
+  DeviceGuard g(ctx.device);
+  const Tensor& c = in[0];
+  Strides cs = c.strides();
+  const int64_t c_step = cs[axis], m = c.shape()[axis];
+  cs[axis] = 0;  // the axis is walked by the preimage
+  const int64_t inner = row_major_strides(out.shape())[axis], n = out.size();
+  if (n == 0) return;
+  Indexer<1> ix = make_indexer<1>(out.shape(), {&cs}, name());
+  dispatch_float(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    pad_grad_kernel<T><<<grid_for(ctx, n, kThreads), kThreads, 0, ctx.stream>>>(
+        out.data<T>(), c.data<T>(), ix, c_step, inner, static_cast<int>(mode), lo, size, m, n);
     PF_HIP_CHECK_LAUNCH();
   });
 }
