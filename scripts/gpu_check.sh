@@ -13,7 +13,7 @@ ROOT=$PWD
 LOG=${OUT:-$ROOT/build/gpu-logs}
 mkdir -p "$LOG"
 PY=${PYTHON:-python3}
-STEPS=${STEPS:-"build cpp py memcheck racecheck pysan demo bench"}
+STEPS=${STEPS:-"build cpp py memcheck racecheck pysan demo train bench"}
 export PYTHONUNBUFFERED=1
 
 # The system compiler: a toolchain that links libstdc++ statically into the
@@ -61,12 +61,15 @@ has racecheck && run_step racecheck compute-sanitizer --tool racecheck --error-e
 PYSAN_TESTS="tests/python/test_norm.py tests/python/test_loss.py tests/python/test_index.py
   tests/python/test_llm.py tests/python/test_softmax.py tests/python/test_conv.py
   tests/python/test_pool.py tests/python/test_batch_norm.py tests/python/test_autograd.py
-  tests/python/test_grad_norm_llm.py tests/python/test_grad_conv.py"
+  tests/python/test_grad_norm_llm.py tests/python/test_grad_conv.py tests/python/test_grad_index.py
+  tests/python/test_grad_loss.py"
 has pysan && run_step pysan-mem env PYFLAME_TEST_DEVICES=rocm compute-sanitizer --tool memcheck \
   --error-exitcode 3 "$PY" -m pytest $PYSAN_TESTS -q -x -p no:cacheprovider
 has pysan && run_step pysan-race env PYFLAME_TEST_DEVICES=rocm compute-sanitizer --tool racecheck \
   --error-exitcode 3 "$PY" -m pytest $PYSAN_TESTS -q -x -p no:cacheprovider
 has demo && run_step demo "$PY" examples/demo.py --device rocm
+has train && run_step train "$PY" examples/train.py --device rocm
+has train && run_step train-amp "$PY" examples/train.py --device rocm --amp
 if has bench && [ -f benchmarks/rocm_benchmark.py ]; then
   run_step bench "$PY" benchmarks/rocm_benchmark.py --all --compare torch --json "$LOG/bench.json"
 fi
