@@ -1,5 +1,6 @@
 // Elementwise kernels: unary, binary (arithmetic and comparison), where,
 // astype. Inputs arrive broadcast to the output shape with any strides.
+#include <cstring>
 #include "backend/cpu/kernel_utils.h"
 #include "backend/elementwise_math.h"
 
@@ -55,9 +56,37 @@ void where_typed(const Tensor& c, const Tensor& a, const Tensor& b, Tensor& out)
   const bool* pc = c.data<bool>();
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();
+  // A bitwise select: compilers branch on `m ? u : v`, and a random mask (a
+  // ReLU gradient) mispredicts half the time; the mask form vectorizes.
+  auto pick = [](bool m, T u, T v) {
+    using U = std::conditional_t<sizeof(T) == 1, uint8_t,
+              std::conditional_t<sizeof(T) == 2, uint16_t,
+              std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+    static_assert(sizeof(U) == sizeof(T));
+    U a, b;
+    std::memcpy(&a, &u, sizeof(T));
+    std::memcpy(&b, &v, sizeof(T));
+    const U mask = static_cast<U>(U(0) - static_cast<U>(m));
+    const U r = static_cast<U>((a & mask) | (b & static_cast<U>(~mask)));
+    T out;
+    std::memcpy(&out, &r, sizeof(T));
+    return out;
+  };
   cpu::elementwise_runs<4>(out, {&c, &a, &b}, [&](auto off, int64_t n, auto ls) {
-    for (int64_t i = 0; i < n; ++i) {
-      o[off[0] + i] = pc[off[1] + i * ls[1]] ? pa[off[2] + i * ls[2]] : pb[off[3] + i * ls[3]];
+    T* d = o + off[0];
+    const bool* m = pc + off[1];
+    const T* x = pa + off[2];
+    const T* y = pb + off[3];
+    if (ls[1] == 1 && ls[2] == 1 && ls[3] == 1) {
+      for (int64_t i = 0; i < n; ++i) d[i] = pick(m[i], x[i], y[i]);
+    } else if (ls[1] == 1 && ls[2] == 1 && ls[3] == 0) {
+      const T v = y[0];
+      for (int64_t i = 0; i < n; ++i) d[i] = pick(m[i], x[i], v);
+    } else if (ls[1] == 1 && ls[2] == 0 && ls[3] == 1) {
+      const T u = x[0];
+      for (int64_t i = 0; i < n; ++i) d[i] = pick(m[i], u, y[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) d[i] = pick(m[i * ls[1]], x[i * ls[2]], y[i * ls[3]]);
     }
   });
 }
