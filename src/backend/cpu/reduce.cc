@@ -73,6 +73,22 @@ void reduce_typed(const Tensor& x, Tensor& out, const std::vector<int>& axes) {
     else return R(static_cast<cpu::acc_t<R>>(acc));
   };
 
+  bool leading = !axes.empty();
+  for (size_t i = 0; i < axes.size(); ++i) leading = leading && axes[i] == static_cast<int>(i);
+  if (leading && x.is_row_contiguous() && n_out > 1 && n_in > 1) {
+    // Leading axes of a row-major input (a bias gradient): fold whole rows
+    // into per-column accumulators instead of striding down each column.
+    cpu::parallel_for(n_out, std::max<int64_t>(1, cpu::kGrain / n_in), [&](int64_t b, int64_t e) {
+      std::vector<A> acc(e - b);
+      for (int64_t j = b; j < e; ++j) acc[j - b] = A(E(p[j]));
+      for (int64_t r = 1; r < n_in; ++r) {
+        const T* row = p + r * n_out;
+        for (int64_t j = b; j < e; ++j) acc[j - b] = combine(acc[j - b], A(E(row[j])));
+      }
+      for (int64_t j = b; j < e; ++j) o[j] = finish(acc[j - b]);
+    });
+    return;
+  }
   if (n_out == 1 && n_in > 2 * cpu::kGrain) {
     // One output: split the reduced range over threads, then combine.
     int nt = omp_get_max_threads();
