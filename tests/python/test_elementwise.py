@@ -38,6 +38,7 @@ UNARY = {
     "gelu": (pf.gelu, _gelu, (-6, 6)),
     "gelu_tanh": (lambda x: pf.gelu(x, approximate="tanh"), _gelu_tanh, (-6, 6)),
     "silu": (pf.silu, lambda x: x * _sigmoid(x), (-8, 8)),
+    "erf": (pf.erf, _erf, (-4, 4)),
 }
 
 # name -> (pf function, reference, range of a, range of b)
