@@ -62,31 +62,8 @@ def _current_grad_inputs():
     return stack[-1] if stack else None
 
 
-class set_grad_enabled:
-    """Sets grad mode; usable as a call, a context manager or a decorator."""
-
-    def __init__(self, mode):
-        self._prev = _core.is_grad_enabled()
-        self._mode = bool(mode)
-        _core.set_grad_enabled(self._mode)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        _core.set_grad_enabled(self._prev)
-        return False
-
-    def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with type(self)(self._mode):
-                return fn(*args, **kwargs)
-        _core.set_grad_enabled(self._prev)  # the decorator form changes nothing now
-        return wrapper
-
-
 class _GradMode:
+    """Sets grad mode for a ``with`` block or a decorated function."""
     _mode = True
 
     def __enter__(self):
@@ -98,12 +75,34 @@ class _GradMode:
         _core.set_grad_enabled(self._prev)
         return False
 
+    def _fresh(self):
+        return type(self)()
+
     def __call__(self, fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with type(self)():
+            with self._fresh():
                 return fn(*args, **kwargs)
         return wrapper
+
+
+class set_grad_enabled(_GradMode):
+    """Sets grad mode; usable as a call, a context manager or a decorator."""
+
+    def __init__(self, mode):
+        self._mode = bool(mode)
+        self._prev = _core.is_grad_enabled()
+        _core.set_grad_enabled(self._mode)  # the plain call takes effect at once
+
+    def __enter__(self):
+        return self  # already set by __init__; __exit__ restores
+
+    def _fresh(self):
+        return type(self)(self._mode)
+
+    def __call__(self, fn):
+        _core.set_grad_enabled(self._prev)  # as a decorator it changes nothing now
+        return super().__call__(fn)
 
 
 class no_grad(_GradMode):
