@@ -27,6 +27,24 @@ cpu::Geom3 pool_geom3(const Pool& p, const Shape& in_shape, const Shape& out_sha
   return G;
 }
 
+// An average-pooling window starting at (z0, y0, x0): the part inside the
+// input, [za, zb) x [ya, yb) x [xa, xb), and PyTorch's divisor (the window
+// clipped to the padded input, or without count_include_pad to the input).
+struct AvgWindow {
+  int64_t za, zb, ya, yb, xa, xb, divisor, inside;
+  AvgWindow(const Pool& P, const cpu::Geom3& G, int64_t z0, int64_t y0, int64_t x0) {
+    const int64_t z1 = std::min(z0 + G.k[0], G.in[0] + G.p[0]);
+    const int64_t y1 = std::min(y0 + G.k[1], G.in[1] + G.p[1]);
+    const int64_t x1 = std::min(x0 + G.k[2], G.in[2] + G.p[2]);
+    const int64_t padded = (z1 - z0) * (y1 - y0) * (x1 - x0);
+    za = std::max<int64_t>(z0, 0), zb = std::min(z1, G.in[0]);
+    ya = std::max<int64_t>(y0, 0), yb = std::min(y1, G.in[1]);
+    xa = std::max<int64_t>(x0, 0), xb = std::min(x1, G.in[2]);
+    inside = std::max<int64_t>(zb - za, 0) * std::max<int64_t>(yb - ya, 0) * std::max<int64_t>(xb - xa, 0);
+    divisor = P.divisor_override ? P.divisor_override : P.count_include_pad ? padded : inside;
+  }
+};
+
 template <typename T>
 void pool_typed(const Pool& P, const Tensor& x, Tensor& out) {
   const cpu::Geom3 G = pool_geom3(P, x.shape(), out.shape());
@@ -63,26 +81,15 @@ void pool_typed(const Pool& P, const Tensor& x, Tensor& out) {
           }
           yp[ox] = T(m);
         } else {
-          // PyTorch's divisor: the window clipped to the padded input, or,
-          // without count_include_pad, to the input itself.
-          const int64_t z1 = std::min(z0 + G.k[0], G.in[0] + G.p[0]);
-          const int64_t y1 = std::min(y0 + G.k[1], G.in[1] + G.p[1]);
-          const int64_t x1 = std::min(x0 + G.k[2], G.in[2] + G.p[2]);
-          const int64_t padded = (z1 - z0) * (y1 - y0) * (x1 - x0);
-          const int64_t za = std::max<int64_t>(z0, 0), zb = std::min(z1, G.in[0]);
-          const int64_t ya = std::max<int64_t>(y0, 0), yb = std::min(y1, G.in[1]);
-          const int64_t xa = std::max<int64_t>(x0, 0), xb = std::min(x1, G.in[2]);
+          const AvgWindow w(P, G, z0, y0, x0);
           double sum = 0.0;
-          for (int64_t iz = za; iz < zb; ++iz) {
-            for (int64_t iy = ya; iy < yb; ++iy) {
+          for (int64_t iz = w.za; iz < w.zb; ++iz) {
+            for (int64_t iy = w.ya; iy < w.yb; ++iy) {
               const T* row = xp + (iz * G.in[1] + iy) * G.in[2];
-              for (int64_t ix = xa; ix < xb; ++ix) sum += static_cast<float>(row[ix]);
+              for (int64_t ix = w.xa; ix < w.xb; ++ix) sum += static_cast<float>(row[ix]);
             }
           }
-          const int64_t inside = std::max<int64_t>(zb - za, 0) * std::max<int64_t>(yb - ya, 0) *
-                                 std::max<int64_t>(xb - xa, 0);
-          const int64_t div = P.divisor_override ? P.divisor_override : P.count_include_pad ? padded : inside;
-          yp[ox] = T(static_cast<float>(sum / static_cast<double>(div)));
+          yp[ox] = T(static_cast<float>(sum / static_cast<double>(w.divisor)));
         }
       }
     }
@@ -169,22 +176,13 @@ void pool_grad_typed(const Pool& P, const Tensor& x, const Tensor& gy, Tensor& d
           }
           if (arg >= 0) acc[arg] += g;
         } else {
-          const int64_t z1 = std::min(z0 + G.k[0], G.in[0] + G.p[0]);
-          const int64_t y1 = std::min(y0 + G.k[1], G.in[1] + G.p[1]);
-          const int64_t x1 = std::min(x0 + G.k[2], G.in[2] + G.p[2]);
-          const int64_t padded = (z1 - z0) * (y1 - y0) * (x1 - x0);
-          const int64_t za = std::max<int64_t>(z0, 0), zb = std::min(z1, G.in[0]);
-          const int64_t ya = std::max<int64_t>(y0, 0), yb = std::min(y1, G.in[1]);
-          const int64_t xa = std::max<int64_t>(x0, 0), xb = std::min(x1, G.in[2]);
-          const int64_t inside = std::max<int64_t>(zb - za, 0) * std::max<int64_t>(yb - ya, 0) *
-                                 std::max<int64_t>(xb - xa, 0);
-          const int64_t div = P.divisor_override ? P.divisor_override : P.count_include_pad ? padded : inside;
-          if (inside == 0) continue;
-          const float share = g / static_cast<float>(div);
-          for (int64_t iz = za; iz < zb; ++iz) {
-            for (int64_t iy = ya; iy < yb; ++iy) {
+          const AvgWindow w(P, G, z0, y0, x0);
+          if (w.inside == 0) continue;
+          const float share = g / static_cast<float>(w.divisor);
+          for (int64_t iz = w.za; iz < w.zb; ++iz) {
+            for (int64_t iy = w.ya; iy < w.yb; ++iy) {
               float* row = acc.data() + (iz * G.in[1] + iy) * G.in[2];
-              for (int64_t ix = xa; ix < xb; ++ix) row[ix] += share;
+              for (int64_t ix = w.xa; ix < w.xb; ++ix) row[ix] += share;
             }
           }
         }
