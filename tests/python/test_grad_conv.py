@@ -131,6 +131,21 @@ def test_conv_float16_grad(device):
                    [x, w], device, rtol=2e-2, atol=3e-2, dtype="float16")
 
 
+@pytest.mark.parametrize("transposed", [False, True])
+def test_conv_bfloat16_grad(device, transposed):
+    x = random_array((2, 4, 6, 6), "bfloat16", -1, 1)
+    w = random_array((4, 2, 3, 3), "bfloat16", -1, 1)
+    b = random_array((4,), "bfloat16", -1, 1)
+    kw = dict(padding=1, groups=2, stride=2)
+    if transposed:
+        f = lambda x, w, b: pf.conv_transpose2d(x, w, b, **kw)  # noqa: E731
+        tf = lambda x, w, b: F.conv_transpose2d(x, w, b, **kw)  # noqa: E731
+    else:
+        f = lambda x, w, b: pf.conv2d(x, w, b, **kw)  # noqa: E731
+        tf = lambda x, w, b: F.conv2d(x, w, b, **kw)  # noqa: E731
+    check_vs_torch(f, tf, [x, w, b], device, rtol=5e-2, atol=1e-1, dtype="bfloat16")
+
+
 @pytest.mark.parametrize("which", ["conv", "conv_transpose"])
 def test_conv_finite_differences(device, which):
     if which == "conv":
