@@ -44,6 +44,14 @@ void init_backend(nb::module_& m) {
   m.def("_rocm_warmup_memory_pool", &r::warmup_memory_pool);
   m.def("_rocm_allow_tf32", &r::allow_tf32);
   m.def("_rocm_set_allow_tf32", &r::set_allow_tf32);
+  m.def("multi_stream", &r::multi_stream,
+        "Whether each evaluation takes its own GPU streams (see set_multi_stream).");
+  m.def("set_multi_stream", &r::set_multi_stream, nb::arg("on"),
+        "multi_stream option (off by default). Off: evaluations share each device's\n"
+        "compute stream, BLAS handle and workspace. On: each evaluation takes a pooled\n"
+        "bundle of its own (stream, BLAS/DNN handles, workspace), so evaluations from\n"
+        "different threads run concurrently on the GPU. Results are complete when an\n"
+        "evaluation returns, in both modes.");
 }
 
 }  // namespace pyflame::py

@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "ir/primitive.h"
+#include "pyflame/backend/rocm.h"
 #include "runtime/allocator.h"
 
 namespace pyflame {
@@ -61,6 +62,7 @@ void eval(const std::vector<Tensor>& outputs) {
   for (const auto& t : outputs) {
     if (!t.defined()) throw ValueError("[eval] undefined tensor");
   }
+  backend::rocm::EvalStreams streams;  // multi_stream: this evaluation's own streams
   for (Node* n : topo_order(outputs)) {
     if (!n->prim) throw RuntimeError("[eval] leaf tensor without data");
     eval_node(n);
@@ -69,6 +71,7 @@ void eval(const std::vector<Tensor>& outputs) {
       n->prim.reset();
     }
   }
+  streams.finish();
 }
 
 }  // namespace pyflame

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <thread>
 
 #include "backend/rocm/memory.h"
 #include "pyflame/backend/rocm.h"
@@ -154,6 +155,37 @@ TEST_F(Gpu, MatmulMatchesCpu) {
   expect_same([](auto& v) { return matmul(v[0], v[1]); }, {rnd({50}), rnd({50})}, 1e-4, 1e-4);
   expect_same([](auto& v) { return matmul(v[0], v[1]); },
               {randint(-9, 9, {2, 7, 5}, Dtype::Int32, Device::cpu()), randint(-9, 9, {5, 3}, Dtype::Int32, Device::cpu())});
+}
+
+TEST_F(Gpu, MultiStreamThreadsMatchCpu) {
+  backend::rocm::set_multi_stream(true);
+  Tensor w = rnd({96, 96});
+  Tensor wg = to_device(w, gpu);
+  wg.eval();
+  std::vector<std::vector<double>> got(6), want(6);
+  std::vector<Tensor> xs;
+  for (int i = 0; i < 6; ++i) {
+    xs.push_back(rnd({8 + 4 * i, 96}));
+    Tensor yc = xs.back();
+    for (int k = 0; k < 5; ++k) yc = relu(matmul(yc, w));
+    want[i] = host(yc);  // the reference, computed before the threads start
+  }
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 6; ++i) {
+    threads.emplace_back([&, i] {
+      Tensor yg = to_device(xs[i], Device::rocm(0));
+      for (int k = 0; k < 5; ++k) yg = relu(matmul(yg, wg));
+      got[i] = host(yg);
+    });
+  }
+  for (auto& t : threads) t.join();
+  backend::rocm::set_multi_stream(false);
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_EQ(got[i].size(), want[i].size());
+    for (size_t j = 0; j < got[i].size(); ++j) {
+      ASSERT_NEAR(got[i][j], want[i][j], 1e-3 + 1e-3 * std::abs(want[i][j])) << "thread " << i;
+    }
+  }
 }
 
 TEST_F(Gpu, TransposeMaterializesThroughGeamAndCopyKernels) {

@@ -58,6 +58,31 @@ void warmup_memory_pool(int batch_size, const std::string& model_size);
 bool allow_tf32();
 void set_allow_tf32(bool on);
 
+// multi_stream (spec 000), off by default. Off: every evaluation on a device
+// shares its one compute stream, BLAS handle and workspace. On: each
+// evaluation takes a bundle of its own (compute stream, BLAS handle and
+// workspace, DNN handles bound to that stream) from a per-device pool, so
+// evaluations on different threads run concurrently without a shared lock.
+// An evaluation's results are complete when it returns, so any thread or
+// stream can read them.
+bool multi_stream();
+void set_multi_stream(bool on);
+
+// Held by the eval loop around one evaluation: with multi_stream on it hands
+// this thread a bundle per GPU device it touches (taken on first use) and
+// gives them back at the end. finish() waits for the bundles' streams.
+class EvalStreams {
+ public:
+  EvalStreams();
+  ~EvalStreams();
+  void finish();
+  EvalStreams(const EvalStreams&) = delete;
+  EvalStreams& operator=(const EvalStreams&) = delete;
+
+ private:
+  bool owner_ = false;
+};
+
 // Device memory for a graph node on GPU `device_id`.
 std::shared_ptr<Buffer> allocate_buffer(int device_id, size_t bytes);
 

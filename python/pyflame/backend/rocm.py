@@ -64,3 +64,8 @@ def set_allow_tf32(flag):
 
 def allow_tf32():
     return _core._rocm_allow_tf32()
+
+
+# The multi_stream option (also pf.set_multi_stream / pf.multi_stream).
+set_multi_stream = _core.set_multi_stream
+multi_stream = _core.multi_stream

@@ -30,6 +30,15 @@ void pinned_pool_clear() { unavailable("get_pinned_pool"); }
 size_t pinned_pool_cached_bytes() { unavailable("get_pinned_pool"); }
 void warmup_memory_pool(int, const std::string&) { unavailable("warmup_memory_pool"); }
 bool allow_tf32() { return false; }
+// Without a GPU there are no streams: the flag is kept and changes nothing.
+namespace {
+bool g_multi_stream = false;
+}
+bool multi_stream() { return g_multi_stream; }
+void set_multi_stream(bool on) { g_multi_stream = on; }
+EvalStreams::EvalStreams() = default;
+EvalStreams::~EvalStreams() = default;
+void EvalStreams::finish() {}
 void set_allow_tf32(bool) { unavailable("set_allow_tf32"); }
 
 }  // namespace pyflame::backend::rocm

@@ -1,6 +1,7 @@
 #include "backend/rocm/blas.h"
 
 #include <algorithm>
+#include <map>
 #include <vector>
 
 #include "pyflame/backend/rocm.h"
@@ -90,14 +91,16 @@ void ROCmBLAS::geam(Trans ta, Trans tb, int M, int N, float alpha, const float* 
 }
 
 ROCmBLAS& get_blas(int device) {
+  // One per context: with multi_stream an evaluation's bundle has its own
+  // handle and stream. Process lifetime, like the contexts.
   static std::mutex mu;
-  static std::vector<ROCmBLAS*> blas;  // process lifetime, like the contexts
+  static auto* blas = new std::map<DeviceContext*, ROCmBLAS*>;
   if (device < 0) device = std::max(0, get_current_device());
   DeviceContext& ctx = context(device);
   std::lock_guard lk(mu);
-  if (blas.size() <= static_cast<size_t>(device)) blas.resize(device + 1, nullptr);
-  if (!blas[device]) blas[device] = new ROCmBLAS(ctx);
-  return *blas[device];
+  ROCmBLAS*& slot = (*blas)[&ctx];
+  if (!slot) slot = new ROCmBLAS(ctx);
+  return *slot;
 }
 
 }  // namespace pyflame::backend::rocm

@@ -22,8 +22,15 @@ struct DeviceContext {
   int wave_size = 32;
 };
 
-// The context of a device, created on first use.
+// The context this thread's work on `device` uses: inside an evaluation with
+// multi_stream on, the evaluation's own bundle (taken on first use);
+// otherwise the device's shared context, created on first use.
 DeviceContext& context(int device);
+DeviceContext& shared_context(int device);
+// The stream context(device) would use, without taking a bundle.
+hipStream_t current_stream(int device);
+// Orders everything later queued on `after` behind what `before` holds now.
+void order_streams(hipStream_t before, hipStream_t after);
 
 // Makes `device` current for this thread while in scope.
 class DeviceGuard {

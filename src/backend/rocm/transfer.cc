@@ -17,6 +17,19 @@ constexpr size_t kStagingLimit = 64u << 20;
 void free_buffer(void* p, void* ctx) {
   auto* c = static_cast<DeviceContext*>(ctx);
   try {
+    // The block is reused in stream order on the stream that allocated it.
+    // Freed from another stream (multi_stream: a buffer made by one
+    // evaluation, last read by another), that stream's pending reads must
+    // come first.
+    hipStream_t cur = current_stream(c->device);
+    if (cur != c->stream) {
+      DeviceGuard g(c->device);
+      try {
+        order_streams(cur, c->stream);
+      } catch (...) {
+        (void)hipStreamSynchronize(cur);
+      }
+    }
     get_memory_manager(c->device).deallocate_async(p, c->stream);
   } catch (...) {
     // A destructor must not throw; the block is lost to the cache, not leaked twice.
