@@ -137,6 +137,22 @@ void adaptive_typed(const Tensor& x, Tensor& out, bool is_max) {
 // The input gradient, one (n, c) plane per task (windows overlap only
 // within a plane): max sends each output's cotangent to its window's
 // argmax, average spreads it over the window, accumulating in float.
+// Input gradients: for each (N*C) plane, scatter(plane, acc) adds the
+// plane's output cotangents into a zeroed float32 accumulator of the input
+// plane's size, which is then stored into dx.
+template <typename T, typename F>
+void scatter_planes(int64_t planes, int64_t ivol, T* ds, F&& scatter) {
+  cpu::parallel_for(planes, 1, [&](int64_t pb, int64_t pe) {
+    std::vector<float> acc(ivol);
+    for (int64_t plane = pb; plane < pe; ++plane) {
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      scatter(plane, acc.data());
+      T* dp = ds + plane * ivol;
+      for (int64_t i = 0; i < ivol; ++i) dp[i] = T(acc[i]);
+    }
+  });
+}
+
 template <typename T>
 void pool_grad_typed(const Pool& P, const Tensor& x, const Tensor& gy, Tensor& dx) {
   const cpu::Geom3 G = pool_geom3(P, x.shape(), gy.shape());
@@ -145,50 +161,44 @@ void pool_grad_typed(const Pool& P, const Tensor& x, const Tensor& gy, Tensor& d
   const T* gs = gy.data<T>();
   T* ds = dx.data<T>();
   const bool is_max = P.kind == PoolKind::Max;
-  cpu::parallel_for(planes, 1, [&](int64_t pb, int64_t pe) {
-    std::vector<float> acc(ivol);
-    for (int64_t plane = pb; plane < pe; ++plane) {
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      const T* xp = xs + plane * ivol;
-      const T* gp = gs + plane * ovol;
-      for (int64_t o = 0; o < ovol; ++o) {
-        const int64_t ox = o % G.out[2], oy = (o / G.out[2]) % G.out[1], oz = o / (G.out[2] * G.out[1]);
-        const int64_t z0 = oz * G.s[0] - G.p[0], y0 = oy * G.s[1] - G.p[1], x0 = ox * G.s[2] - G.p[2];
-        const float g = static_cast<float>(gp[o]);
-        if (is_max) {
-          // PyTorch's rule: the first maximum in scan order, NaN taking over.
-          int64_t arg = -1;
-          float m = 0.0f;
-          for (int64_t a = 0; a < G.k[0]; ++a) {
-            const int64_t iz = z0 + a * G.d[0];
-            if (iz < 0 || iz >= G.in[0]) continue;
-            for (int64_t b = 0; b < G.k[1]; ++b) {
-              const int64_t iy = y0 + b * G.d[1];
-              if (iy < 0 || iy >= G.in[1]) continue;
-              for (int64_t c = 0; c < G.k[2]; ++c) {
-                const int64_t ix = x0 + c * G.d[2];
-                if (ix < 0 || ix >= G.in[2]) continue;
-                const int64_t at = (iz * G.in[1] + iy) * G.in[2] + ix;
-                const float v = static_cast<float>(xp[at]);
-                if (arg < 0 || v > m || std::isnan(v)) m = v, arg = at;
-              }
-            }
-          }
-          if (arg >= 0) acc[arg] += g;
-        } else {
-          const AvgWindow w(P, G, z0, y0, x0);
-          if (w.inside == 0) continue;
-          const float share = g / static_cast<float>(w.divisor);
-          for (int64_t iz = w.za; iz < w.zb; ++iz) {
-            for (int64_t iy = w.ya; iy < w.yb; ++iy) {
-              float* row = acc.data() + (iz * G.in[1] + iy) * G.in[2];
-              for (int64_t ix = w.xa; ix < w.xb; ++ix) row[ix] += share;
+  scatter_planes(planes, ivol, ds, [&](int64_t plane, float* acc) {
+    const T* xp = xs + plane * ivol;
+    const T* gp = gs + plane * ovol;
+    for (int64_t o = 0; o < ovol; ++o) {
+      const int64_t ox = o % G.out[2], oy = (o / G.out[2]) % G.out[1], oz = o / (G.out[2] * G.out[1]);
+      const int64_t z0 = oz * G.s[0] - G.p[0], y0 = oy * G.s[1] - G.p[1], x0 = ox * G.s[2] - G.p[2];
+      const float g = static_cast<float>(gp[o]);
+      if (is_max) {
+        // PyTorch's rule: the first maximum in scan order, NaN taking over.
+        int64_t arg = -1;
+        float m = 0.0f;
+        for (int64_t a = 0; a < G.k[0]; ++a) {
+          const int64_t iz = z0 + a * G.d[0];
+          if (iz < 0 || iz >= G.in[0]) continue;
+          for (int64_t b = 0; b < G.k[1]; ++b) {
+            const int64_t iy = y0 + b * G.d[1];
+            if (iy < 0 || iy >= G.in[1]) continue;
+            for (int64_t c = 0; c < G.k[2]; ++c) {
+              const int64_t ix = x0 + c * G.d[2];
+              if (ix < 0 || ix >= G.in[2]) continue;
+              const int64_t at = (iz * G.in[1] + iy) * G.in[2] + ix;
+              const float v = static_cast<float>(xp[at]);
+              if (arg < 0 || v > m || std::isnan(v)) m = v, arg = at;
             }
           }
         }
+        if (arg >= 0) acc[arg] += g;
+      } else {
+        const AvgWindow w(P, G, z0, y0, x0);
+        if (w.inside == 0) continue;
+        const float share = g / static_cast<float>(w.divisor);
+        for (int64_t iz = w.za; iz < w.zb; ++iz) {
+          for (int64_t iy = w.ya; iy < w.yb; ++iy) {
+            float* row = acc + (iz * G.in[1] + iy) * G.in[2];
+            for (int64_t ix = w.xa; ix < w.xb; ++ix) row[ix] += share;
+          }
+        }
       }
-      T* dp = ds + plane * ivol;
-      for (int64_t i = 0; i < ivol; ++i) dp[i] = T(acc[i]);
     }
   });
 }
@@ -204,43 +214,37 @@ void adaptive_grad_typed(const Tensor& x, const Tensor& gy, Tensor& dx, bool is_
   T* ds = dx.data<T>();
   auto lo = [](int64_t i, int64_t I, int64_t O) { return (i * I) / O; };
   auto hi = [](int64_t i, int64_t I, int64_t O) { return ((i + 1) * I + O - 1) / O; };
-  cpu::parallel_for(planes, 1, [&](int64_t pb, int64_t pe) {
-    std::vector<float> acc(ivol);
-    for (int64_t plane = pb; plane < pe; ++plane) {
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      const T* xp = xs + plane * ivol;
-      const T* gp = gs + plane * ovol;
-      for (int64_t q = 0; q < ovol; ++q) {
-        const int64_t ox = q % o[2], oy = (q / o[2]) % o[1], oz = q / (o[2] * o[1]);
-        const int64_t za = lo(oz, in[0], o[0]), zb = hi(oz, in[0], o[0]);
-        const int64_t ya = lo(oy, in[1], o[1]), yb = hi(oy, in[1], o[1]);
-        const int64_t xa = lo(ox, in[2], o[2]), xb = hi(ox, in[2], o[2]);
-        const float g = static_cast<float>(gp[q]);
-        if (is_max) {
-          int64_t arg = -1;
-          float m = 0.0f;
-          for (int64_t iz = za; iz < zb; ++iz) {
-            for (int64_t iy = ya; iy < yb; ++iy) {
-              for (int64_t ix = xa; ix < xb; ++ix) {
-                const int64_t at = (iz * in[1] + iy) * in[2] + ix;
-                const float v = static_cast<float>(xp[at]);
-                if (arg < 0 || v > m || std::isnan(v)) m = v, arg = at;
-              }
-            }
-          }
-          if (arg >= 0) acc[arg] += g;
-        } else {
-          const float share = g / static_cast<float>((zb - za) * (yb - ya) * (xb - xa));
-          for (int64_t iz = za; iz < zb; ++iz) {
-            for (int64_t iy = ya; iy < yb; ++iy) {
-              float* row = acc.data() + (iz * in[1] + iy) * in[2];
-              for (int64_t ix = xa; ix < xb; ++ix) row[ix] += share;
+  scatter_planes(planes, ivol, ds, [&](int64_t plane, float* acc) {
+    const T* xp = xs + plane * ivol;
+    const T* gp = gs + plane * ovol;
+    for (int64_t q = 0; q < ovol; ++q) {
+      const int64_t ox = q % o[2], oy = (q / o[2]) % o[1], oz = q / (o[2] * o[1]);
+      const int64_t za = lo(oz, in[0], o[0]), zb = hi(oz, in[0], o[0]);
+      const int64_t ya = lo(oy, in[1], o[1]), yb = hi(oy, in[1], o[1]);
+      const int64_t xa = lo(ox, in[2], o[2]), xb = hi(ox, in[2], o[2]);
+      const float g = static_cast<float>(gp[q]);
+      if (is_max) {
+        int64_t arg = -1;
+        float m = 0.0f;
+        for (int64_t iz = za; iz < zb; ++iz) {
+          for (int64_t iy = ya; iy < yb; ++iy) {
+            for (int64_t ix = xa; ix < xb; ++ix) {
+              const int64_t at = (iz * in[1] + iy) * in[2] + ix;
+              const float v = static_cast<float>(xp[at]);
+              if (arg < 0 || v > m || std::isnan(v)) m = v, arg = at;
             }
           }
         }
+        if (arg >= 0) acc[arg] += g;
+      } else {
+        const float share = g / static_cast<float>((zb - za) * (yb - ya) * (xb - xa));
+        for (int64_t iz = za; iz < zb; ++iz) {
+          for (int64_t iy = ya; iy < yb; ++iy) {
+            float* row = acc + (iz * in[1] + iy) * in[2];
+            for (int64_t ix = xa; ix < xb; ++ix) row[ix] += share;
+          }
+        }
       }
-      T* dp = ds + plane * ivol;
-      for (int64_t i = 0; i < ivol; ++i) dp[i] = T(acc[i]);
     }
   });
 }
