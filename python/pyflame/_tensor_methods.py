@@ -7,7 +7,8 @@ from ._core import Tensor
 
 def _repr(self):
     body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
-    return f"tensor({body}, dtype={self.dtype}, device='{self.device}')"
+    grad = ", requires_grad=True" if self.requires_grad else ""
+    return f"tensor({body}, dtype={self.dtype}, device='{self.device}'{grad})"
 
 
 def _method(fn):

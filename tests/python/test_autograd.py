@@ -183,6 +183,12 @@ def test_no_grad_detach_and_grad_mode(device):
         pf.set_grad_enabled(True)
 
 
+def test_repr_shows_requires_grad(device):
+    x = pf.tensor([1.0, 2.0], device=device, requires_grad=True)
+    assert repr(x).endswith("requires_grad=True)")
+    assert "requires_grad" not in repr(x.detach())
+
+
 def test_detach_blocks_gradient(device):
     x = pf.tensor([1.0, 2.0], device=device, requires_grad=True)
     (x * x.detach()).sum().backward()
