@@ -20,8 +20,17 @@ std::vector<Tensor> Reduce::vjp(const std::vector<Tensor>& in, const Tensor& c, 
       Tensor count = sum(hit, axes, /*keepdim=*/true);
       return {mul(cb, div(hit, broadcast_to(count, x.shape())))};
     }
-    case ReduceOp::Prod:  // out / x, exact for inputs without zeros
-      return {mul(cb, div(broadcast_to(out, x.shape()), x))};
+    case ReduceOp::Prod: {
+      // out / x, except at zeros: a lone zero gets the product of the
+      // others, and every element of a group with two zeros gets 0.
+      Tensor zero = eq(x, like_scalar(0, x));
+      Tensor others = prod(where(zero, like_scalar(1, x), x), axes, /*keepdim=*/true);
+      Tensor zeros_in_group = sum(astype(zero, Dtype::Int32), axes, /*keepdim=*/true);
+      Tensor at_zero = where(eq(zeros_in_group, scalar(1, Dtype::Int64, x.device())), others,
+                             like_scalar(0, x));
+      Tensor d = where(zero, broadcast_to(at_zero, x.shape()), div(broadcast_to(out, x.shape()), x));
+      return {mul(cb, d)};
+    }
   }
   throw RuntimeError("[backward] unknown reduction");
 }

@@ -93,6 +93,16 @@ def test_reduction_grad(device, op, axes, keep):
     check_vs_torch(lambda t: pff(t, axes, keep) if axes is not None else pff(t), tfn, [x], device)
 
 
+def test_prod_grad_with_zeros(device):
+    x = random_array((4, 5), low=0.5, high=1.5)
+    x[0, 1] = 0.0             # one zero in row 0
+    x[1, 0] = x[1, 3] = 0.0   # two zeros in row 1
+    x[2, 2] = 0.0             # one zero in column 2 (with row 0's in column 1)
+    for axes, tf in [((1,), lambda t: torch.prod(t, 1)), ((0,), lambda t: torch.prod(t, 0)),
+                     (None, torch.prod)]:
+        check_vs_torch(lambda t: pf.prod(t, axes) if axes else pf.prod(t), tf, [x], device)
+
+
 @pytest.mark.parametrize("axis", [-1, 0, 1])
 def test_softmax_grad(device, axis):
     x = random_array((4, 6, 5))
