@@ -96,9 +96,7 @@ Tensor Tensor::make_view(Shape shape, Strides strides, int64_t offset,
   n->device = base.device();
   n->requires_grad = records_grad(n->dtype, {base});
   if (base.is_evaluated()) n->buffer = base.buffer();  // computed: share, no kernel
-  if (n->buffer && !n->requires_grad) {
-    // No history to keep: the view is just data.
-  } else {
+  if (!n->buffer || n->requires_grad) {  // otherwise the view is just data
     n->prim = std::move(prim);
     n->inputs = {base};
   }

@@ -81,6 +81,7 @@ class EvalStreams {
 
  private:
   bool owner_ = false;
+  bool finished_ = false;
 };
 
 // Device memory for a graph node on GPU `device_id`.

@@ -83,7 +83,10 @@ DeviceContext* take_bundle(int device) {
       pool.pop_back();
     }
   }
-  if (!b) b = create_context(device);
+  if (!b) {
+    b = create_context(device);
+    b->bundle = true;
+  }
   // Work queued on the shared stream (uploads, earlier evaluations with
   // multi_stream off) comes first.
   DeviceGuard g(device);
@@ -107,6 +110,8 @@ DeviceContext& context(int device) {
   if (!ts.bundles[device]) ts.bundles[device] = take_bundle(device);
   return *ts.bundles[device];
 }
+
+bool using_bundles() { return t_streams.active; }
 
 hipStream_t current_stream(int device) {
   const ThreadStreams& ts = t_streams;
@@ -135,19 +140,22 @@ void EvalStreams::finish() {
     DeviceGuard g(b->device);
     PF_HIP_CHECK(hipStreamSynchronize(b->stream));
   }
+  finished_ = true;
 }
 
 EvalStreams::~EvalStreams() {
   if (!owner_) return;
-  // After an error the streams are still drained before going back to the
-  // pool, so the next evaluation starts clean.
+  // After an error (finish() not reached) the streams are still drained
+  // before going back to the pool, so the next evaluation starts clean.
   for (DeviceContext* b : t_streams.bundles) {
     if (!b) continue;
-    int prev = -1;
-    (void)hipGetDevice(&prev);
-    (void)hipSetDevice(b->device);
-    (void)hipStreamSynchronize(b->stream);
-    if (prev >= 0) (void)hipSetDevice(prev);
+    if (!finished_) {
+      int prev = -1;
+      (void)hipGetDevice(&prev);
+      (void)hipSetDevice(b->device);
+      (void)hipStreamSynchronize(b->stream);
+      if (prev >= 0) (void)hipSetDevice(prev);
+    }
     give_back(b);
   }
   t_streams.bundles.clear();

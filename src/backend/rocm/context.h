@@ -20,6 +20,7 @@ struct DeviceContext {
   size_t blas_workspace_bytes = 0;
   int multiprocessors = 0;
   int wave_size = 32;
+  bool bundle = false;  // a multi_stream bundle rather than the device's shared context
 };
 
 // The context this thread's work on `device` uses: inside an evaluation with
@@ -29,6 +30,8 @@ DeviceContext& context(int device);
 DeviceContext& shared_context(int device);
 // The stream context(device) would use, without taking a bundle.
 hipStream_t current_stream(int device);
+// Whether this thread is inside an evaluation that takes multi_stream bundles.
+bool using_bundles();
 // Orders everything later queued on `after` behind what `before` holds now.
 void order_streams(hipStream_t before, hipStream_t after);
 

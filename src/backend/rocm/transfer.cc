@@ -21,7 +21,9 @@ void free_buffer(void* p, void* ctx) {
     // Freed from another stream (multi_stream: a buffer made by one
     // evaluation, last read by another), that stream's pending reads must
     // come first.
-    hipStream_t cur = current_stream(c->device);
+    // Shared context and no bundles in use: one stream, nothing to order
+    // (the common case, decided without the context lookup).
+    const hipStream_t cur = c->bundle || using_bundles() ? current_stream(c->device) : c->stream;
     if (cur != c->stream) {
       DeviceGuard g(c->device);
       try {
