@@ -4,6 +4,7 @@
 // Their input gradients scatter each output's cotangent within its plane.
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/conv_utils.h"
@@ -45,6 +46,32 @@ struct AvgWindow {
   }
 };
 
+// A max-pooling window starting at (z0, y0, x0): its first maximum in scan
+// order, NaN taking over (PyTorch's choice), as the value (-inf when the
+// window holds no input) and the offset in the plane (-1).
+template <typename T>
+std::pair<float, int64_t> window_max(const cpu::Geom3& G, const T* xp, int64_t z0, int64_t y0,
+                                     int64_t x0) {
+  float m = -std::numeric_limits<float>::infinity();
+  int64_t arg = -1;
+  for (int64_t a = 0; a < G.k[0]; ++a) {
+    const int64_t iz = z0 + a * G.d[0];
+    if (iz < 0 || iz >= G.in[0]) continue;
+    for (int64_t b = 0; b < G.k[1]; ++b) {
+      const int64_t iy = y0 + b * G.d[1];
+      if (iy < 0 || iy >= G.in[1]) continue;
+      const int64_t row = (iz * G.in[1] + iy) * G.in[2];
+      for (int64_t c = 0; c < G.k[2]; ++c) {
+        const int64_t ix = x0 + c * G.d[2];
+        if (ix < 0 || ix >= G.in[2]) continue;
+        const float v = static_cast<float>(xp[row + ix]);
+        if (arg < 0 || v > m || std::isnan(v)) m = v, arg = row + ix;
+      }
+    }
+  }
+  return {m, arg};
+}
+
 template <typename T>
 void pool_typed(const Pool& P, const Tensor& x, Tensor& out) {
   const cpu::Geom3 G = pool_geom3(P, x.shape(), out.shape());
@@ -63,23 +90,7 @@ void pool_typed(const Pool& P, const Tensor& x, Tensor& out) {
       for (int64_t ox = 0; ox < G.out[2]; ++ox) {
         const int64_t x0 = ox * G.s[2] - G.p[2];
         if (is_max) {
-          float m = -std::numeric_limits<float>::infinity();
-          for (int64_t a = 0; a < G.k[0]; ++a) {
-            const int64_t iz = z0 + a * G.d[0];
-            if (iz < 0 || iz >= G.in[0]) continue;
-            for (int64_t b = 0; b < G.k[1]; ++b) {
-              const int64_t iy = y0 + b * G.d[1];
-              if (iy < 0 || iy >= G.in[1]) continue;
-              const T* row = xp + (iz * G.in[1] + iy) * G.in[2];
-              for (int64_t c = 0; c < G.k[2]; ++c) {
-                const int64_t ix = x0 + c * G.d[2];
-                if (ix < 0 || ix >= G.in[2]) continue;
-                const float v = static_cast<float>(row[ix]);
-                if (v > m || std::isnan(v)) m = v;
-              }
-            }
-          }
-          yp[ox] = T(m);
+          yp[ox] = T(window_max(G, xp, z0, y0, x0).first);
         } else {
           const AvgWindow w(P, G, z0, y0, x0);
           double sum = 0.0;
@@ -169,24 +180,7 @@ void pool_grad_typed(const Pool& P, const Tensor& x, const Tensor& gy, Tensor& d
       const int64_t z0 = oz * G.s[0] - G.p[0], y0 = oy * G.s[1] - G.p[1], x0 = ox * G.s[2] - G.p[2];
       const float g = static_cast<float>(gp[o]);
       if (is_max) {
-        // PyTorch's rule: the first maximum in scan order, NaN taking over.
-        int64_t arg = -1;
-        float m = 0.0f;
-        for (int64_t a = 0; a < G.k[0]; ++a) {
-          const int64_t iz = z0 + a * G.d[0];
-          if (iz < 0 || iz >= G.in[0]) continue;
-          for (int64_t b = 0; b < G.k[1]; ++b) {
-            const int64_t iy = y0 + b * G.d[1];
-            if (iy < 0 || iy >= G.in[1]) continue;
-            for (int64_t c = 0; c < G.k[2]; ++c) {
-              const int64_t ix = x0 + c * G.d[2];
-              if (ix < 0 || ix >= G.in[2]) continue;
-              const int64_t at = (iz * G.in[1] + iy) * G.in[2] + ix;
-              const float v = static_cast<float>(xp[at]);
-              if (arg < 0 || v > m || std::isnan(v)) m = v, arg = at;
-            }
-          }
-        }
+        const int64_t arg = window_max(G, xp, z0, y0, x0).second;
         if (arg >= 0) acc[arg] += g;
       } else {
         const AvgWindow w(P, G, z0, y0, x0);
