@@ -116,33 +116,39 @@ void nll_rows(const T* x, const I* tgt, const float* w, float* out, const Rows& 
 
 }  // namespace
 
-void CrossEntropy::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
+namespace {
+// Runs rows(T{}, I{}, R, w, bad) for the score and target dtypes, then raises
+// for any out-of-range target the rows met.
+template <typename F>
+void class_loss(const char* fn, const std::vector<Tensor>& in, bool has_weight,
+                int64_t ignore_index, F&& rows) {
   const Rows R = rows_of(in[0]);
   const float* w = has_weight ? in[2].data<float>() : nullptr;
   BadTarget bad;
   cpu::dispatch_float(in[0].dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    dispatch_index(in[1].dtype(), [&](auto itag) {
-      using I = decltype(itag);
-      cross_entropy_rows<T, I>(in[0].data<T>(), in[1].data<I>(), w, out.data<float>(), R,
-                               ignore_index, label_smoothing, bad);
-    });
+    dispatch_index(in[1].dtype(), [&](auto itag) { rows(tag, itag, R, w, bad); });
   });
-  bad.raise_if_any(name(), R.classes, ignore_index);
+  bad.raise_if_any(fn, R.classes, ignore_index);
+}
+}  // namespace
+
+void CrossEntropy::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
+  class_loss(name(), in, has_weight, ignore_index, [&](auto tag, auto itag, const Rows& R, const float* w,
+                                                       BadTarget& bad) {
+    using T = decltype(tag);
+    using I = decltype(itag);
+    cross_entropy_rows<T, I>(in[0].data<T>(), in[1].data<I>(), w, out.data<float>(), R, ignore_index,
+                             label_smoothing, bad);
+  });
 }
 
 void NllLoss::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
-  const Rows R = rows_of(in[0]);
-  const float* w = has_weight ? in[2].data<float>() : nullptr;
-  BadTarget bad;
-  cpu::dispatch_float(in[0].dtype(), [&](auto tag) {
+  class_loss(name(), in, has_weight, ignore_index, [&](auto tag, auto itag, const Rows& R, const float* w,
+                                                       BadTarget& bad) {
     using T = decltype(tag);
-    dispatch_index(in[1].dtype(), [&](auto itag) {
-      using I = decltype(itag);
-      nll_rows<T, I>(in[0].data<T>(), in[1].data<I>(), w, out.data<float>(), R, ignore_index, bad);
-    });
+    using I = decltype(itag);
+    nll_rows<T, I>(in[0].data<T>(), in[1].data<I>(), w, out.data<float>(), R, ignore_index, bad);
   });
-  bad.raise_if_any(name(), R.classes, ignore_index);
 }
 
 void TargetWeight::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
