@@ -196,3 +196,15 @@ def random_array(shape, dtype="float32", low=-3.0, high=3.0):
     if name in ("int32", "int64"):
         return np.random.randint(int(low), int(high) + 1, size=shape).astype(NUMPY_OF[name])
     return rounded(np.random.uniform(low, high, size=shape), name)
+
+
+def torch_or_skip():
+    """(torch, torch.nn.functional), skipping the test where torch is missing."""
+    torch = pytest.importorskip("torch")
+    return torch, torch.nn.functional
+
+
+def t64(x):
+    """A float64 torch tensor of x (None stays None), for references."""
+    torch, _ = torch_or_skip()
+    return None if x is None else torch.from_numpy(np.asarray(x, dtype=np.float64).copy())

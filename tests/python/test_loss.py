@@ -4,42 +4,32 @@ import numpy as np
 import pytest
 
 import pyflame as pf
-from conftest import FLOAT_DTYPES, assert_close, make_tensor, random_array, rounded
+from conftest import FLOAT_DTYPES, assert_close, make_tensor, random_array, rounded, t64, torch_or_skip
 
 REDUCTIONS = ["none", "mean", "sum"]
 
 
-def _torch():
-    torch = pytest.importorskip("torch")
-    return torch, torch.nn.functional
-
-
-def _t64(x):
-    torch, _ = _torch()
-    return None if x is None else torch.from_numpy(np.asarray(x, dtype=np.float64).copy())
-
-
 def _tidx(t):
-    torch, _ = _torch()
+    torch, _ = torch_or_skip()
     return torch.from_numpy(np.asarray(t, dtype=np.int64).copy())
 
 
 def _ref_ce(x, t, w=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
-    _, F = _torch()
-    return F.cross_entropy(_t64(x), _tidx(t), weight=_t64(w), ignore_index=ignore_index,
+    _, F = torch_or_skip()
+    return F.cross_entropy(t64(x), _tidx(t), weight=t64(w), ignore_index=ignore_index,
                            reduction=reduction, label_smoothing=label_smoothing).numpy()
 
 
 def _ref_nll(x, t, w=None, ignore_index=-100, reduction="mean"):
-    _, F = _torch()
-    return F.nll_loss(_t64(x), _tidx(t), weight=_t64(w), ignore_index=ignore_index,
+    _, F = torch_or_skip()
+    return F.nll_loss(t64(x), _tidx(t), weight=t64(w), ignore_index=ignore_index,
                       reduction=reduction).numpy()
 
 
 def _ref_bce(p, y, w=None, reduction="mean"):
-    _, F = _torch()
-    wt = None if w is None else _t64(np.broadcast_to(w, np.shape(p)))
-    return F.binary_cross_entropy(_t64(p), _t64(y), weight=wt, reduction=reduction).numpy()
+    _, F = torch_or_skip()
+    wt = None if w is None else t64(np.broadcast_to(w, np.shape(p)))
+    return F.binary_cross_entropy(t64(p), t64(y), weight=wt, reduction=reduction).numpy()
 
 
 F32 = dict(rtol=1e-5, atol=1e-5)
@@ -67,8 +57,8 @@ def _targets(shape, C, ignore_frac=0.0, ignore_index=-100):
 @pytest.mark.parametrize("shape", [(7,), (3, 4), (2, 3, 5), ()])
 def test_mse_loss(device, reduction, shape):
     a, b = random_array(shape, "float32"), random_array(shape, "float32")
-    _, F = _torch()
-    want = F.mse_loss(_t64(a), _t64(b), reduction=reduction).numpy()
+    _, F = torch_or_skip()
+    want = F.mse_loss(t64(a), t64(b), reduction=reduction).numpy()
     assert_close(pf.mse_loss(make_tensor(a), make_tensor(b), reduction), want, "float32",
                  device=device, **F32)
 

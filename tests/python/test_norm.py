@@ -4,27 +4,17 @@ import numpy as np
 import pytest
 
 import pyflame as pf
-from conftest import FLOAT_DTYPES, assert_close, make_tensor, random_array, rounded
-
-
-def _torch():
-    torch = pytest.importorskip("torch")
-    return torch, torch.nn.functional
-
-
-def _t64(x):
-    torch, _ = _torch()
-    return None if x is None else torch.from_numpy(np.asarray(x, dtype=np.float64).copy())
+from conftest import FLOAT_DTYPES, assert_close, make_tensor, random_array, rounded, t64, torch_or_skip
 
 
 def _ref_layer_norm(x, ns, w=None, b=None, eps=1e-5):
-    _, F = _torch()
-    return F.layer_norm(_t64(x), tuple(ns), _t64(w), _t64(b), eps).numpy()
+    _, F = torch_or_skip()
+    return F.layer_norm(t64(x), tuple(ns), t64(w), t64(b), eps).numpy()
 
 
 def _ref_group_norm(x, g, w=None, b=None, eps=1e-5):
-    _, F = _torch()
-    return F.group_norm(_t64(x), g, _t64(w), _t64(b), eps).numpy()
+    _, F = torch_or_skip()
+    return F.group_norm(t64(x), g, t64(w), t64(b), eps).numpy()
 
 
 def _ref_rms_norm(x, w=None, eps=1e-6):
