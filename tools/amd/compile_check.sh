@@ -18,17 +18,8 @@ export repo
 llvm=/usr/lib/llvm-19/bin
 export PATH=$llvm:$PATH  # clang finds clang-offload-bundler and ld.lld next to itself or on PATH
 
-# Incremental: an object is reused when it was built by the same command and none of the files
-# in its depfile changed since. PYFLAME_CHECK_REBUILD=1 rebuilds everything.
-fresh() {  # obj depfile cmdfile cmd
-  [[ ${PYFLAME_CHECK_REBUILD:-0} != 1 && -f $1 && -f $2 && -f $3 && $(<"$3") == "$4" ]] || return 1
-  local f
-  while read -r f; do
-    [[ -z $f ]] && continue
-    [[ -e $f && ! $f -nt $1 ]] || return 1
-  done < <(sed 's/^[^:]*: *//; s/ *\\$//' "$2" | tr -s ' ' '\n')
-}
-export -f fresh
+# fresh (incremental objects) and gpu_sources (the file list).
+source "$repo/tools/lib/compile_check.sh"
 
 # One file: compile once for all archs (a single host pass), then verify each arch's code object.
 compile_one() {
@@ -91,10 +82,7 @@ if [[ ${1:-} == --one ]]; then compile_one "$2"; exit; fi
 [[ -f $sdk/.fetched ]] || "$repo/tools/amd/fetch_rocm_sdk.sh"
 command -v "$llvm/clang++" >/dev/null || { echo "clang-19 missing: run tools/amd/fetch_rocm_sdk.sh" >&2; exit 1; }
 
-# Largest first, so a heavy file does not start last and stretch the wall time.
-mapfile -t files < <(find "$repo/src/backend/rocm" -type f \( -name '*.hip' -o -name '*.cc' \) \
-  -printf '%s %p\n' | sort -k1,1nr -k2 | cut -d' ' -f2-)
-(( ${#files[@]} )) || { echo "no .hip/.cc files under src/backend/rocm" >&2; exit 1; }
+gpu_sources "$repo"
 narch=$(wc -w <<<"$archs")
 mkdir -p "$out"
 echo "AMD compile check: ${#files[@]} files x $narch archs ($archs), clang $("$llvm/clang++" -dumpversion), $(cat "$sdk/usr/share/hip/version" 2>/dev/null | grep -m1 HIP_VERSION_MAJOR || true)"

@@ -18,17 +18,8 @@ export sms=${PYFLAME_CUDA_ARCHS:-90}
 export out=${PYFLAME_NVIDIA_OUT:-$repo/build/nvidia-check}
 export ccbin=${NVCC_CCBIN:-}
 
-# Incremental: an object is reused when it was built by the same command and none of the files
-# in its depfile changed since. PYFLAME_CHECK_REBUILD=1 rebuilds everything.
-fresh() {  # obj depfile cmdfile cmd
-  [[ ${PYFLAME_CHECK_REBUILD:-0} != 1 && -f $1 && -f $2 && -f $3 && $(<"$3") == "$4" ]] || return 1
-  local f
-  while read -r f; do
-    [[ -z $f ]] && continue
-    [[ -e $f && ! $f -nt $1 ]] || return 1
-  done < <(sed 's/^[^:]*: *//; s/ *\\$//' "$2" | tr -s ' ' '\n')
-}
-export -f fresh
+# fresh (incremental objects) and gpu_sources (the file list).
+source "$repo/tools/lib/compile_check.sh"
 
 compile_one() {
   local src=$1 rel=${1#$repo/} t0=$SECONDS
@@ -86,10 +77,7 @@ export -f compile_one
 if [[ ${1:-} == --one ]]; then compile_one "$2"; exit; fi
 
 [[ -x $cuda/bin/nvcc ]] || { echo "nvcc not found under $cuda (set CUDA_HOME)" >&2; exit 1; }
-# Largest first, so a heavy file does not start last and stretch the wall time.
-mapfile -t files < <(find "$repo/src/backend/rocm" -type f \( -name '*.hip' -o -name '*.cc' \) \
-  -printf '%s %p\n' | sort -k1,1nr -k2 | cut -d' ' -f2-)
-(( ${#files[@]} )) || { echo "no .hip/.cc files under src/backend/rocm" >&2; exit 1; }
+gpu_sources "$repo"
 mkdir -p "$out"
 echo "NVIDIA compile check: ${#files[@]} files, sm_${sms// /,sm_}, nvcc $("$cuda/bin/nvcc" --version | grep -o 'release [0-9.]*'), host ${ccbin:-default}"
 start=$SECONDS

@@ -1,0 +1,21 @@
+# Shared by tools/amd/compile_check.sh and tools/nvidia/compile_check.sh (sourced).
+
+# Incremental: an object is reused when it was built by the same command and none of the files
+# in its depfile changed since. PYFLAME_CHECK_REBUILD=1 rebuilds everything.
+fresh() {  # obj depfile cmdfile cmd
+  [[ ${PYFLAME_CHECK_REBUILD:-0} != 1 && -f $1 && -f $2 && -f $3 && $(<"$3") == "$4" ]] || return 1
+  local f
+  while read -r f; do
+    [[ -z $f ]] && continue
+    [[ -e $f && ! $f -nt $1 ]] || return 1
+  done < <(sed 's/^[^:]*: *//; s/ *\\$//' "$2" | tr -s ' ' '\n')
+}
+export -f fresh
+
+# Every GPU source under src/backend/rocm into the array `files`, largest first, so a heavy
+# file does not start last and stretch the wall time.
+gpu_sources() {  # repo
+  mapfile -t files < <(find "$1/src/backend/rocm" -type f \( -name '*.hip' -o -name '*.cc' \) \
+    -printf '%s %p\n' | sort -k1,1nr -k2 | cut -d' ' -f2-)
+  (( ${#files[@]} )) || { echo "no .hip/.cc files under src/backend/rocm" >&2; exit 1; }
+}
