@@ -1032,3 +1032,11 @@ def test_mlp_end_to_end(device):
         want_loss = torch.nn.CrossEntropyLoss()(want, torch.from_numpy(y)).item()
         assert loss.shape == ()
         np.testing.assert_allclose(loss.item(), want_loss, rtol=1e-5)
+
+
+@needs_torch
+def test_avg_pool_module_divisor_override(device):
+    x = np.random.randn(2, 3, 6, 6).astype(np.float32)
+    ours = nn.AvgPool2d(3, stride=2, padding=1, divisor_override=4)(pf.tensor(x, device=device))
+    ref = torch.nn.AvgPool2d(3, stride=2, padding=1, divisor_override=4)(torch.from_numpy(x))
+    np.testing.assert_allclose(ours.numpy(), ref.numpy(), rtol=1e-5, atol=1e-6)

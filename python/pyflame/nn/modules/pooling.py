@@ -72,14 +72,16 @@ class _AvgPool23(_AvgPoolNd):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True, divisor_override=None):
         super().__init__()
-        if divisor_override is not None:
-            raise ValueError(f"[{type(self).__name__}] divisor_override is not supported")
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
         self.padding = padding
         self.ceil_mode = ceil_mode
         self.count_include_pad = count_include_pad
         self.divisor_override = divisor_override
+
+    def forward(self, input):  # noqa: A002
+        return getattr(F, self._op)(input, self.kernel_size, self.stride, self.padding,
+                                    self.ceil_mode, self.count_include_pad, self.divisor_override)
 
 
 class AvgPool2d(_AvgPool23):
