@@ -185,26 +185,6 @@ def host_eager(F, p, dt):
 
 # --------------------------------------------------------- training step
 
-def cross_entropy_loss(F):
-    """F.cross_entropy, or, on a PyFlame build whose cross_entropy has no
-    gradient yet, the same mean loss from log_softmax and a one-hot mask."""
-    if F.is_torch:
-        return F.cross_entropy
-    pf = F.pf
-    try:
-        probe = pf.zeros(2, 3, requires_grad=True)
-        pf.cross_entropy(probe, pf.zeros(2, dtype="int64")).backward()
-        return F.cross_entropy
-    except ValueError:  # "[backward] cross_entropy is not differentiable"
-        pass
-
-    def composite(logits, y):
-        classes = pf.arange(logits.shape[-1], dtype="int64", device=logits.device)
-        onehot = pf.eq(classes, pf.unsqueeze(y, 1)).astype(logits.dtype)
-        return -(pf.log_softmax(logits, -1) * onehot).sum() / logits.shape[0]
-    return composite
-
-
 def train_step(F, p, dt):
     """MLP 784-256-128-10, forward + cross-entropy + backward + SGD."""
     nn = F.nn
@@ -214,7 +194,7 @@ def train_step(F, p, dt):
                                    nn.Linear(dims[2], dims[3])))
     opt = F.optim.SGD(list(model.parameters()), lr=0.01)
     x, y = F.randn(p["batch"], dims[0]), F.randint(0, dims[3], (p["batch"],))
-    loss_fn = cross_entropy_loss(F)
+    loss_fn = F.cross_entropy
 
     def step():
         opt.zero_grad()
