@@ -13,6 +13,7 @@ Gradients are graphs built from ops, evaluated lazily on the tensors'
 devices like any other result. ``Function`` defines an op with a custom
 backward (``torch.autograd.Function``'s interface).
 """
+import contextlib
 import functools
 import threading
 
@@ -33,27 +34,22 @@ def _mode_stack():
     return _modes.stack
 
 
-def _functional_grad(outputs, inputs, grad_outputs):
-    """_core._autograd_grad, recording that pf.grad (not .backward) runs."""
+@contextlib.contextmanager
+def _backward_mode(grad_inputs=None):
+    """A nested gradient computation: None for .backward(), else the node ids
+    pf.grad was asked for."""
     stack = _mode_stack()
-    stack.append({hash(t) for t in inputs})
+    stack.append(grad_inputs)
     try:
-        return _core._autograd_grad(outputs, inputs, grad_outputs)
+        yield
     finally:
         stack.pop()
 
 
-def _backward_mode(grad_inputs=None):
-    """A context for a nested gradient computation: None for .backward(),
-    else the node ids pf.grad was asked for."""
-    class _Ctx:
-        def __enter__(self):
-            _mode_stack().append(grad_inputs)
-
-        def __exit__(self, *exc):
-            _mode_stack().pop()
-            return False
-    return _Ctx()
+def _functional_grad(outputs, inputs, grad_outputs):
+    """_core._autograd_grad, recording that pf.grad (not .backward) runs."""
+    with _backward_mode({hash(t) for t in inputs}):
+        return _core._autograd_grad(outputs, inputs, grad_outputs)
 
 
 def _current_grad_inputs():
