@@ -1,6 +1,7 @@
 // Tensor: a handle to a node of the lazy graph. Creating a tensor through an
 // op records a node; evaluation (eval(), item(), host copies) runs the graph.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -37,6 +38,10 @@ struct Buffer {
 
 // One graph node. Layout (shape, strides, offset) is fixed when the node is
 // recorded: non-view ops produce row-major outputs, views derive theirs.
+// Evaluation state (see runtime/eval.cc): an evaluation claims a pending node
+// before computing it, so threads sharing a graph compute each node once.
+enum class NodeState : uint32_t { Pending, Running, Done };
+
 struct Node {
   Shape shape;
   Strides strides;
@@ -52,8 +57,12 @@ struct Node {
   bool requires_grad = false;
   bool grad_leaf = false;
   bool graph_released = false;  // backward() already walked and freed this part
-  std::shared_ptr<Node> grad;
+  std::shared_ptr<Node> grad;       // guarded: read and set through Tensor
   uint64_t id = 0;
+  // Pending until an evaluation claims it (Running), Done once its buffer is
+  // published. A node made with data may still read Pending: its first
+  // evaluation marks it Done without computing.
+  std::atomic<NodeState> state{NodeState::Pending};
 
   Node();
   ~Node();  // iterative: a long chain must not overflow the stack
@@ -87,7 +96,9 @@ class Tensor {
   size_t itemsize() const { return pyflame::itemsize(dtype()); }
   size_t nbytes() const { return size() * itemsize(); }
 
-  bool is_evaluated() const { return node_->buffer != nullptr; }
+  // True once the node's data exists and is complete; false while another
+  // thread is computing it.
+  bool is_evaluated() const;
   bool is_row_contiguous() const;
   Primitive* primitive() const { return node_->prim.get(); }
   const std::vector<Tensor>& inputs() const { return node_->inputs; }

@@ -2,6 +2,7 @@
 // primitive's vjp and sums the cotangents reaching every node. The walk
 // builds a gradient graph and computes nothing; backward() then evaluates
 // the leaves' gradients in one pass.
+#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -15,9 +16,21 @@ namespace pyflame {
 namespace {
 thread_local bool g_grad_enabled = true;
 
+// Held while a backward pass walks the graph and accumulates into leaves, so
+// threads whose graphs share nodes or leaves see each other's updates whole
+// (docs/design/threads.md). Evaluation runs outside it.
+std::recursive_mutex g_autograd_mu;  // recursive: a custom backward may run backward()
+
+// Nodes where a walk stops and keeps the cotangent: grad leaves, and the
+// inputs of a functional grad() call.
+struct Stops {
+  const std::unordered_set<Node*>* extra = nullptr;
+  bool operator()(Node* n) const { return n->grad_leaf || (extra && extra->count(n)); }
+};
+
 // Nodes that need a cotangent, outputs last; the walk stops at grad leaves
 // and at nodes that do not require grad.
-std::vector<Tensor> backward_order(const std::vector<Tensor>& outputs) {
+std::vector<Tensor> backward_order(const std::vector<Tensor>& outputs, Stops stop) {
   std::vector<Tensor> order;
   std::unordered_set<Node*> seen;
   std::vector<std::pair<Tensor, size_t>> stack;
@@ -29,7 +42,7 @@ std::vector<Tensor> backward_order(const std::vector<Tensor>& outputs) {
     while (!stack.empty()) {
       auto& [t, i] = stack.back();
       Node* n = t.node();
-      if (!n->grad_leaf && i < n->inputs.size()) {
+      if (!stop(n) && i < n->inputs.size()) {
         Tensor in = n->inputs[i++];  // a copy: visit() may grow the stack
         visit(in);
       } else {
@@ -72,7 +85,7 @@ Tensor seed_cotangent(const Tensor& out, const Tensor* given, const char* fn) {
 // Runs the reverse walk and returns the cotangent of every node reached.
 std::unordered_map<Node*, Tensor> propagate(const std::vector<Tensor>& outputs,
                                             const std::vector<Tensor>& seeds,
-                                            std::vector<Tensor>& order) {
+                                            std::vector<Tensor>& order, Stops stop = {}) {
   NoGradGuard no_grad;  // gradient graphs are not differentiated again
   AutocastGuard no_autocast(std::nullopt);  // vjps keep the forward's dtypes
   std::unordered_map<Node*, Tensor> cot;
@@ -81,11 +94,11 @@ std::unordered_map<Node*, Tensor> propagate(const std::vector<Tensor>& outputs,
     if (!fresh) it->second = add(it->second, g);
   };
   for (size_t i = 0; i < outputs.size(); ++i) accumulate(outputs[i].node(), seeds[i]);
-  order = backward_order(outputs);
+  order = backward_order(outputs, stop);
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node* n = it->node();
     auto c = cot.find(n);
-    if (n->grad_leaf || c == cot.end()) continue;
+    if (stop(n) || c == cot.end()) continue;
     if (!n->prim || n->graph_released) {
       throw RuntimeError(errmsg("backward", "the graph was already released by an earlier "
                                             "backward(); pass retain_graph=True to backward "
@@ -106,7 +119,7 @@ std::unordered_map<Node*, Tensor> propagate(const std::vector<Tensor>& outputs,
       }
       accumulate(in.node(), astype(g, in.dtype()));
     }
-    if (!n->grad_leaf) cot.erase(n);  // intermediate cotangents die as we go
+    cot.erase(n);  // intermediate cotangents die as we go
   }
   return cot;
 }
@@ -145,6 +158,7 @@ void backward(const Tensor& output, const std::optional<Tensor>& gradient, bool 
   std::vector<Tensor> given;
   if (gradient) given.push_back(*gradient);
   std::vector<Tensor> seeds = make_seeds(outputs, given, "backward");
+  std::unique_lock<std::recursive_mutex> lock(g_autograd_mu);
   std::vector<Tensor> order;
   auto cot = propagate(outputs, seeds, order);
   std::vector<Tensor> updated;
@@ -160,14 +174,16 @@ void backward(const Tensor& output, const std::optional<Tensor>& gradient, bool 
     }
   }
   cot.clear();
+  lock.unlock();  // evaluation is safe to share; a later backward adds onto these lazily
   eval(updated);
   if (retain_graph) return;
   // Release the walked graph: evaluated intermediates keep only their data.
+  lock.lock();
   for (const Tensor& t : order) {
     Node* n = t.node();
-    if (n->grad_leaf) continue;
+    if (n->grad_leaf || n->graph_released) continue;
     n->graph_released = true;
-    if (n->buffer) {  // unevaluated nodes keep what computing them needs
+    if (t.is_evaluated()) {  // unevaluated nodes keep what computing them needs
       n->inputs.clear();
       n->prim.reset();
     }
@@ -182,24 +198,15 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
     }
   }
   std::vector<Tensor> seeds = make_seeds(outputs, grad_outputs, "grad");
-  // Inputs that are not leaves become temporary leaves so the walk stops and
-  // keeps their cotangent; the flag is restored afterwards.
-  std::vector<Node*> marked;
-  for (const auto& x : inputs) {
-    if (!x.node()->grad_leaf) {
-      x.node()->grad_leaf = true;
-      marked.push_back(x.node());
-    }
-  }
+  // The walk stops at the inputs (leaves or not) and keeps their cotangents.
+  std::unordered_set<Node*> stops;
+  for (const auto& x : inputs) stops.insert(x.node());
   std::vector<Tensor> order;
   std::unordered_map<Node*, Tensor> cot;
-  try {
-    cot = propagate(outputs, seeds, order);
-  } catch (...) {
-    for (Node* n : marked) n->grad_leaf = false;
-    throw;
+  {
+    std::lock_guard<std::recursive_mutex> lock(g_autograd_mu);
+    cot = propagate(outputs, seeds, order, Stops{&stops});
   }
-  for (Node* n : marked) n->grad_leaf = false;
   std::vector<Tensor> result;
   NoGradGuard no_grad;
   for (const auto& x : inputs) {

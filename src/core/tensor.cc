@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <mutex>
+#include <utility>
 #include <sstream>
 
 #include "backend/cpu/copy.h"
@@ -132,6 +134,14 @@ bool Tensor::is_row_contiguous() const {
   return true;
 }
 
+bool Tensor::is_evaluated() const {
+  switch (node_->state.load(std::memory_order_acquire)) {
+    case NodeState::Done: return true;
+    case NodeState::Running: return false;  // its buffer is being written
+    default: return node_->buffer != nullptr;  // no evaluation touches it
+  }
+}
+
 void* Tensor::raw_data() const {
   if (!node_->buffer) throw RuntimeError("[data] tensor is not evaluated");
   return static_cast<char*>(node_->buffer->ptr) + node_->offset * itemsize();
@@ -155,13 +165,22 @@ void Tensor::set_requires_grad(bool on) {
   n->grad_leaf = on;
 }
 
-Tensor Tensor::grad() const { return node_->grad ? Tensor(node_->grad) : Tensor(); }
+namespace {
+std::mutex g_grad_slot_mu;  // .grad is read and replaced from any thread
+}
+
+Tensor Tensor::grad() const {
+  std::lock_guard<std::mutex> lock(g_grad_slot_mu);
+  return node_->grad ? Tensor(node_->grad) : Tensor();
+}
 
 void Tensor::set_grad(const Tensor& g) {
   if (g.defined() && (g.shape() != shape() || g.device() != device())) {
     throw ValueError(errmsg("grad", "assigned gradient " + g.str() + " does not match " + str()));
   }
-  node_->grad = g.node_ptr();
+  std::shared_ptr<Node> old;  // released outside the lock: its destructor may run a graph
+  std::lock_guard<std::mutex> lock(g_grad_slot_mu);
+  old = std::exchange(node_->grad, g.node_ptr());
 }
 
 void Tensor::copy_to_host(void* dst) const {

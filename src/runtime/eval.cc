@@ -1,6 +1,17 @@
 // The eval loop: a topological order found without recursion, then each node
 // evaluated on its device's backend. A node drops its inputs once computed,
 // so intermediates are freed as soon as their last consumer has run.
+//
+// Threads may evaluate graphs that share nodes (see docs/design/threads.md).
+// An evaluation claims each pending node it needs (Pending -> Running, one
+// atomic exchange) while it orders them, computes what it claimed, and
+// publishes the results (Running -> Done) once its streams have finished, so
+// a reader on any stream sees complete data. Graphs that do not overlap never
+// wait and take no lock. An evaluation that meets a node another one is
+// running gives back all its claims, then waits for that node under one
+// overlap mutex and tries again: a thread holding claims never waits, so no
+// cycle of waits can form.
+#include <mutex>
 #include <unordered_set>
 
 #include "ir/primitive.h"
@@ -11,28 +22,76 @@ namespace pyflame {
 
 namespace {
 
-std::vector<Node*> topo_order(const std::vector<Tensor>& outputs) {
-  std::vector<Node*> order;
+std::mutex g_overlap_mu;  // serializes evaluations that met another's claims
+
+// Nodes are held weakly: running the order frees intermediates as it goes.
+using NodeRef = std::weak_ptr<Node>;
+
+struct Claims {
+  std::vector<NodeRef> order;  // claimed by this evaluation, inputs first
+  std::vector<Node*> foreign;  // running in another evaluation (kept alive by `order`)
+};
+
+void set_state(Node* n, NodeState s) {
+  n->state.store(s, std::memory_order_release);
+  n->state.notify_all();
+}
+
+// Claims the pending nodes the outputs depend on, in topological order. A
+// claimed node made with data is just marked done.
+Claims claim_order(const std::vector<Tensor>& outputs) {
+  Claims c;
   std::unordered_set<Node*> seen;
-  std::vector<std::pair<Node*, size_t>> stack;
-  auto visit = [&](Node* n) {
-    if (!n->buffer && seen.insert(n).second) stack.emplace_back(n, 0);
+  std::vector<std::pair<std::shared_ptr<Node>, size_t>> stack;
+  auto visit = [&](const std::shared_ptr<Node>& ptr) {
+    Node* n = ptr.get();
+    if (!seen.insert(n).second) return;
+    NodeState s = NodeState::Pending;
+    if (n->state.compare_exchange_strong(s, NodeState::Running, std::memory_order_acquire)) {
+      if (n->buffer) {
+        set_state(n, NodeState::Done);
+      } else {
+        stack.emplace_back(ptr, 0);
+      }
+    } else if (s == NodeState::Running) {
+      c.foreign.push_back(n);
+    }
   };
   // One output at a time: an output may be an input of a later one.
   for (const auto& t : outputs) {
-    visit(t.node());
+    visit(t.node_ptr());
     while (!stack.empty()) {
-      auto [n, i] = stack.back();
+      auto& [n, i] = stack.back();
       if (i < n->inputs.size()) {
-        stack.back().second = i + 1;
-        visit(n->inputs[i].node());
+        visit(n->inputs[i++].node_ptr());  // may grow the stack: touch no reference after
       } else {
-        order.push_back(n);
+        c.order.push_back(n);
         stack.pop_back();
       }
     }
   }
-  return order;
+  return c;
+}
+
+// Claims everything the outputs need, waiting out overlapping evaluations.
+std::vector<NodeRef> claim_all(const std::vector<Tensor>& outputs) {
+  std::unique_lock<std::mutex> overlap(g_overlap_mu, std::defer_lock);
+  for (;;) {
+    Claims c = claim_order(outputs);
+    if (c.foreign.empty()) return std::move(c.order);
+    for (const NodeRef& n : c.order) set_state(n.lock().get(), NodeState::Pending);
+    if (!overlap.owns_lock()) overlap.lock();
+    for (Node* n : c.foreign) n->state.wait(NodeState::Running, std::memory_order_acquire);
+  }
+}
+
+// Done where the node got its data, pending again where it did not (after an
+// error), so a later evaluation can retry it.
+// Intermediates freed by the run need nothing.
+void publish(const std::vector<NodeRef>& order) {
+  for (const NodeRef& ref : order) {
+    if (auto n = ref.lock()) set_state(n.get(), n->buffer ? NodeState::Done : NodeState::Pending);
+  }
 }
 
 void eval_node(Node* n) {
@@ -56,22 +115,37 @@ void eval_node(Node* n) {
   }
 }
 
-}  // namespace
-
-void eval(const std::vector<Tensor>& outputs) {
-  for (const auto& t : outputs) {
-    if (!t.defined()) throw ValueError("[eval] undefined tensor");
-  }
+// Every node of the order is alive when its turn comes: its consumers in
+// this graph have not run yet, so they still hold it.
+void run(const std::vector<NodeRef>& order) {
   backend::rocm::EvalStreams streams;  // multi_stream: this evaluation's own streams
-  for (Node* n : topo_order(outputs)) {
+  for (const NodeRef& ref : order) {
+    std::shared_ptr<Node> n = ref.lock();
+    if (!n) continue;
     if (!n->prim) throw RuntimeError("[eval] leaf tensor without data");
-    eval_node(n);
+    eval_node(n.get());
     if (!n->requires_grad || n->grad_leaf) {
       n->inputs.clear();
       n->prim.reset();
     }
   }
   streams.finish();
+}  // on an error the streams synchronize here, before anything is published
+
+}  // namespace
+
+void eval(const std::vector<Tensor>& outputs) {
+  for (const auto& t : outputs) {
+    if (!t.defined()) throw ValueError("[eval] undefined tensor");
+  }
+  std::vector<NodeRef> order = claim_all(outputs);
+  try {
+    run(order);
+  } catch (...) {
+    publish(order);
+    throw;
+  }
+  publish(order);
 }
 
 }  // namespace pyflame
