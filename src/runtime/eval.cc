@@ -29,7 +29,7 @@ using NodeRef = std::weak_ptr<Node>;
 
 struct Claims {
   std::vector<NodeRef> order;  // claimed by this evaluation, inputs first
-  std::vector<Node*> foreign;  // running in another evaluation (kept alive by `order`)
+  std::vector<std::shared_ptr<Node>> foreign;  // running in another evaluation: held while waited on
 };
 
 void set_state(Node* n, NodeState s) {
@@ -54,7 +54,7 @@ Claims claim_order(const std::vector<Tensor>& outputs) {
         stack.emplace_back(ptr, 0);
       }
     } else if (s == NodeState::Running) {
-      c.foreign.push_back(n);
+      c.foreign.push_back(ptr);
     }
   };
   // One output at a time: an output may be an input of a later one.
@@ -81,7 +81,7 @@ std::vector<NodeRef> claim_all(const std::vector<Tensor>& outputs) {
     if (c.foreign.empty()) return std::move(c.order);
     for (const NodeRef& n : c.order) set_state(n.lock().get(), NodeState::Pending);
     if (!overlap.owns_lock()) overlap.lock();
-    for (Node* n : c.foreign) n->state.wait(NodeState::Running, std::memory_order_acquire);
+    for (const auto& n : c.foreign) n->state.wait(NodeState::Running, std::memory_order_acquire);
   }
 }
 
