@@ -175,6 +175,7 @@ void init_tensor(nb::module_& m) {
       .def("__neg__", [](const Tensor& t) { return neg(t); })
       .def("__abs__", [](const Tensor& t) { return abs(t); });
   def_autograd_methods(cls);
+  def_dlpack_methods(cls);
 }
 
 }  // namespace pyflame::py
