@@ -44,11 +44,6 @@ def from_dlpack(obj, *, device=None, copy=None):
     CPU copy. On a GPU, the producer orders its pending work before PyFlame's
     stream (the protocol's ``stream`` argument).
     """
-    if isinstance(obj, _core.Tensor):
-        out = obj if device is None else obj.to(device)
-        if copy and out is obj:
-            out = _core._dlpack_import(obj.__dlpack__(max_version=_MAX_VERSION), True)
-        return out
     if type(obj).__name__ == "PyCapsule":
         out = _core._dlpack_import(obj, copy)
         return _to_device(out, device, copy, obj)
@@ -90,7 +85,9 @@ def _to_device(t, device, copy, obj):
     if device is None:
         return t
     moved = t.to(device)
-    if copy is False and moved is not t and moved.device != t.device:
+    if moved.device == t.device:
+        return t
+    if copy is False:
         raise ValueError(f"[from_dlpack] moving {type(obj).__name__} from {t.device} to "
                          f"{moved.device} is a copy, which copy=False forbids")
-    return moved
+    return moved.eval()  # copied now: later writes by the producer are not seen

@@ -308,10 +308,15 @@ def test_import_errors():
 
 def test_pf_round_trip_and_device_argument():
     t = pf.randn(3, 4)
-    assert pf.from_dlpack(t) is t
+    same = pf.from_dlpack(t)
     c = pf.from_dlpack(t, copy=True)
-    assert c is not t
-    np.testing.assert_array_equal(c.numpy(), t.numpy())
+    ref = t.numpy()
+    np.testing.assert_array_equal(c.numpy(), ref)
+    np.testing.assert_array_equal(same.numpy(), ref)
+    torch.from_dlpack(t)[0, 0] = 5.0
+    ref[0, 0] = 5.0
+    np.testing.assert_array_equal(same.numpy(), ref)
+    assert c.numpy()[0, 0] != 5.0
     x = np.random.randn(3).astype(np.float32)
     np.testing.assert_array_equal(pf.from_dlpack(x, device="cpu").numpy(), x)
 
@@ -594,6 +599,18 @@ def test_gpu_export_to_cpu_device(gpu_device):
     np.testing.assert_array_equal(c.numpy(), x)
     with pytest.raises(BufferError, match=r"^\[__dlpack__\] .*copy=False"):
         t.__dlpack__(dl_device=(1, 0), copy=False)
+
+
+def test_gpu_device_argument(gpu_device):
+    x = np.random.randn(7).astype(np.float32)
+    g = pf.from_dlpack(x, device=gpu_device)
+    assert g.device.startswith("rocm")
+    x[:] = 0  # copied when imported
+    assert np.abs(g.numpy()).sum() > 0
+    with pytest.raises(ValueError, match=r"^\[from_dlpack\] .*copy=False"):
+        pf.from_dlpack(x, device=gpu_device, copy=False)
+    back = pf.from_dlpack(g, device="cpu")
+    np.testing.assert_array_equal(back.numpy(), g.numpy())
 
 
 def test_gpu_cupy(gpu_device):
