@@ -44,6 +44,8 @@ def from_dlpack(obj, *, device=None, copy=None):
     CPU copy. On a GPU, the producer orders its pending work before PyFlame's
     stream (the protocol's ``stream`` argument).
     """
+    if copy is not None and not isinstance(copy, bool):
+        raise ValueError(f"[from_dlpack] copy must be None, True or False, got {copy!r}")
     if type(obj).__name__ == "PyCapsule":
         out = _core._dlpack_import(obj, copy)
         return _to_device(out, device, copy, obj)
@@ -52,9 +54,9 @@ def from_dlpack(obj, *, device=None, copy=None):
                              "protocol (no __dlpack__ / __dlpack_device__)")
     dev_type, dev_id = obj.__dlpack_device__()
     dev_type, dev_id = int(dev_type), int(dev_id)
+    # No `copy` for the producer: PyFlame copies itself where asked (older
+    # producers take no `copy`, and a same-device export never needs one).
     kwargs = {"max_version": _MAX_VERSION}
-    if copy is not None:
-        kwargs["copy"] = copy
     gpu_type = _core._dlpack_device_type()
     if dev_type in _HOST_TYPES:
         pass

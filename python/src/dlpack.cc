@@ -112,47 +112,52 @@ std::optional<bool> opt_bool(nb::handle h, const char* name) {
 
 std::pair<int64_t, int64_t> int_pair(nb::handle h, const char* name) {
   try {
-    auto p = nb::cast<std::pair<int64_t, int64_t>>(h);
-    return p;
+    return nb::cast<std::pair<int64_t, int64_t>>(h);
   } catch (const nb::cast_error&) {
     throw ValueError(errmsg("__dlpack__", std::string(name) + " must be None or a pair of ints, got " +
                                               nb::cast<std::string>(nb::repr(h))));
   }
 }
 
+bool is_minus_one(nb::handle h) {
+  if (!PyLong_Check(h.ptr()) || PyBool_Check(h.ptr())) return false;
+  int overflow = 0;
+  return PyLong_AsLongLongAndOverflow(h.ptr(), &overflow) == -1 && !overflow;
+}
+
 // The consumer's stream for a GPU export, as the protocol defines it: None
 // is the default stream (CUDA's legacy stream 1, HIP's null stream 0), -1
 // asks for no synchronization.
 std::optional<uintptr_t> consumer_stream(nb::handle stream) {
+  const char* fn = "__dlpack__";
   const bool amd = backend::rocm::dlpack_device_type() == 10;
   if (stream.is_none()) return amd ? 0 : 1;
-  if (!PyLong_Check(stream.ptr()) || PyBool_Check(stream.ptr())) {
-    throw ValueError(errmsg("__dlpack__", "stream must be None or an int, got " +
-                                              nb::cast<std::string>(nb::repr(stream))));
+  if (is_minus_one(stream)) return std::nullopt;
+  uintptr_t s = 0;
+  if (PyLong_Check(stream.ptr()) && !PyBool_Check(stream.ptr())) {
+    s = static_cast<uintptr_t>(PyLong_AsUnsignedLongLong(stream.ptr()));
   }
-  int overflow = 0;
-  long long s = PyLong_AsLongLongAndOverflow(stream.ptr(), &overflow);
-  if (s == -1 && !overflow) return std::nullopt;
-  if (overflow < 0 || s < -1) throw ValueError(errmsg("__dlpack__", "invalid stream " + nb::cast<std::string>(nb::str(stream))));
+  if (PyErr_Occurred() || !PyLong_Check(stream.ptr()) || PyBool_Check(stream.ptr())) {
+    PyErr_Clear();
+    throw ValueError(errmsg(fn, "stream must be None, -1 or a stream handle (an int), got " +
+                                    nb::cast<std::string>(nb::repr(stream))));
+  }
   if (!amd && s == 0) {
-    throw ValueError(errmsg("__dlpack__", "stream 0 is ambiguous on CUDA: pass 1 (legacy default "
-                                          "stream), 2 (per-thread default stream) or a stream handle"));
+    throw ValueError(errmsg(fn, "stream 0 is ambiguous on CUDA: pass 1 (legacy default stream), "
+                                "2 (per-thread default stream) or a stream handle"));
   }
   if (amd && (s == 1 || s == 2)) {
-    throw ValueError(errmsg("__dlpack__", "streams 1 and 2 are not valid on ROCm: pass 0 (default "
-                                          "stream) or a stream handle"));
+    throw ValueError(errmsg(fn, "streams 1 and 2 are not valid on ROCm: pass 0 (default stream) "
+                                "or a stream handle"));
   }
-  return overflow ? static_cast<uintptr_t>(PyLong_AsUnsignedLongLong(stream.ptr()))
-                  : static_cast<uintptr_t>(s);
+  return s;
 }
 
-nb::object export_dlpack(const Tensor& self, nb::handle stream, nb::handle max_version,
-                         nb::handle dl_device, nb::handle copy_arg) {
+// The tensor to export after the consumer's device and copy requests,
+// evaluated.
+Tensor prepare_export(const Tensor& self, nb::handle dl_device, std::optional<bool> copy,
+                      bool versioned) {
   const char* fn = "__dlpack__";
-  std::optional<bool> copy = opt_bool(copy_arg, "copy");
-  bool versioned = false;
-  if (!max_version.is_none()) versioned = int_pair(max_version, "max_version").first >= 1;
-
   Tensor t = self;
   bool copied = false;
   if (!dl_device.is_none()) {
@@ -163,10 +168,8 @@ nb::object export_dlpack(const Tensor& self, nb::handle stream, nb::handle max_v
         buffer_error(fn, "cannot export a tensor on " + t.device().str() + " to DLPack device (" +
                              std::to_string(type) + ", " + std::to_string(id) + ")");
       }
-      if (copy == false) {
-        buffer_error(fn, "exporting to the CPU needs a copy, which copy=False forbids");
-      }
-      t = to_device(t, Device::cpu());
+      if (copy == false) buffer_error(fn, "exporting to the CPU needs a copy, which copy=False forbids");
+      t = to_device(t, Device::cpu());  // complete when evaluated: no stream to order
       copied = true;
     }
   }
@@ -181,31 +184,41 @@ nb::object export_dlpack(const Tensor& self, nb::handle stream, nb::handle max_v
     t = copy_of(t);
     evaluate(t);
   }
-  if (t.device().is_gpu()) {
-    if (auto s = consumer_stream(stream)) backend::rocm::make_stream_wait(t.device().index, *s);
-  } else if (!stream.is_none() && !(PyLong_Check(stream.ptr()) && nb::cast<int64_t>(stream) == -1)) {
-    throw ValueError(errmsg(fn, "a CPU tensor takes stream=None, got " +
-                                    nb::cast<std::string>(nb::repr(stream))));
-  }
+  return t;
+}
 
+// A capsule over t's memory that holds a reference to its buffer.
+nb::object make_capsule(const Tensor& t, bool versioned) {
   std::vector<size_t> shape(t.shape().begin(), t.shape().end());
-  const Strides& strides = t.strides();
-  // The capsule owns a reference to the buffer: it outlives this tensor.
   auto* keep = new std::shared_ptr<Buffer>(t.buffer());
   nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<std::shared_ptr<Buffer>*>(p); });
   void* data = t.size() ? t.raw_data() : nullptr;
-  const int dev_type = dl_device_type(t.device());
-  const int dev_id = t.device().is_cpu() ? 0 : t.device().index;
+  const int type = dl_device_type(t.device()), id = t.device().is_cpu() ? 0 : t.device().index;
   nb::object array;
   if (is_read_only(t)) {
-    array = nb::cast(nb::ndarray<nb::array_api, nb::ro>(data, shape.size(), shape.data(), owner, strides.data(),
-                                         to_dl(t.dtype()), dev_type, dev_id));
+    array = nb::cast(nb::ndarray<nb::array_api, nb::ro>(data, shape.size(), shape.data(), owner,
+                                                        t.strides().data(), to_dl(t.dtype()), type, id));
   } else {
-    array = nb::cast(nb::ndarray<nb::array_api>(data, shape.size(), shape.data(), owner, strides.data(),
-                                   to_dl(t.dtype()), dev_type, dev_id));
+    array = nb::cast(nb::ndarray<nb::array_api>(data, shape.size(), shape.data(), owner,
+                                                t.strides().data(), to_dl(t.dtype()), type, id));
   }
+  // nanobind's ndarray makes the capsule: versioned for max_version >= (1, 0).
   nb::object mv = versioned ? nb::object(nb::make_tuple(1, 1)) : nb::none();
   return array.attr("__dlpack__")(nb::arg("max_version") = mv);
+}
+
+nb::object export_dlpack(const Tensor& self, nb::handle stream, nb::handle max_version,
+                         nb::handle dl_device, nb::handle copy_arg) {
+  std::optional<bool> copy = opt_bool(copy_arg, "copy");
+  const bool versioned = !max_version.is_none() && int_pair(max_version, "max_version").first >= 1;
+  if (self.device().is_cpu() && !stream.is_none() && !is_minus_one(stream)) {
+    throw ValueError(errmsg("__dlpack__", "a CPU tensor takes stream=None, got " +
+                                              nb::cast<std::string>(nb::repr(stream))));
+  }
+  const auto consumer = self.device().is_gpu() ? consumer_stream(stream) : std::nullopt;
+  Tensor t = prepare_export(self, dl_device, copy, versioned);
+  if (t.device().is_gpu() && consumer) backend::rocm::make_stream_wait(t.device().index, *consumer);
+  return make_capsule(t, versioned);
 }
 
 // Copy with dtype conversion through NumPy, as pf.tensor converts (float64
