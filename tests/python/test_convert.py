@@ -13,7 +13,7 @@ CONVERTED = [
     (np.bool_, "bool"), (np.int8, "int32"), (np.uint8, "int32"), (np.int16, "int32"),
     (np.uint16, "int32"), (np.int32, "int32"), (np.uint32, "int64"), (np.int64, "int64"),
     (np.uint64, "int64"), (np.float16, "float16"), (np.float32, "float32"),
-    (np.float64, "float32"),
+    (np.float64, "float32"), (np.longdouble, "float32"),
 ]
 
 
