@@ -67,6 +67,8 @@ def _encode(obj, prefix, tensors, where):
     if isinstance(obj, dict):
         items = []
         for key, value in obj.items():
+            if isinstance(key, np.integer):
+                key = int(key)
             if isinstance(key, bool) or not isinstance(key, (str, int)):
                 raise ValueError(f"[save] dict keys must be str or int, got {key!r} at "
                                  f"'{where or '<root>'}'")
@@ -217,4 +219,10 @@ def load(path, device=None):
     except (ValueError, KeyError, TypeError):
         raise ValueError(f"[load] '{name}' has an unreadable '{_META_KEY}' structure entry") \
             from None
-    return _decode(tree, tensors)
+    try:
+        return _decode(tree, tensors)
+    except (AttributeError, TypeError, ValueError) as e:
+        if str(e).startswith("[load]"):
+            raise
+        raise ValueError(f"[load] '{name}' has an unreadable '{_META_KEY}' structure entry: "
+                         f"{e}") from None

@@ -303,3 +303,19 @@ def test_bad_device(tmp_path):
     pf.save({"a": pf.ones(1)}, tmp_path / "d.safetensors")
     with pytest.raises(ValueError):
         pf.load(tmp_path / "d.safetensors", device="tpu")
+
+
+def test_corrupt_structure_entry(tmp_path):
+    from safetensors.numpy import save_file
+    for bad in ['{"version": 1, "tree": {"t": "missing"}}', '{"version": 1, "tree": [1, 2]}',
+                '{"version": 1, "tree": {"zz": 1}}', 'not json', '{"no": "tree"}']:
+        save_file({"a": np.zeros(2, np.float32)}, tmp_path / "s.safetensors",
+                  metadata={"pyflame": bad})
+        with pytest.raises(ValueError, match=r"^\[load\] "):
+            pf.load(tmp_path / "s.safetensors")
+
+
+def test_numpy_integer_keys(tmp_path):
+    pf.save({np.int64(3): pf.ones(2)}, tmp_path / "k.safetensors")
+    back = pf.load(tmp_path / "k.safetensors")
+    assert list(back) == [3] and type(list(back)[0]) is int
