@@ -464,7 +464,7 @@ def test_handmade_capsule_lifetime_and_read_only():
     assert m.flags & 1
     with pytest.raises(BufferError, match=r"^\[__dlpack__\] read-only"):
         t.__dlpack__(copy=False)
-    c = torch.from_dlpack(t)
+    c = torch.utils.dlpack.from_dlpack(t.__dlpack__())  # legacy capsule: a copy
     c[0, 0] = 100
     assert x[0, 0] == 0
     # The producer's deleter runs once the last tensor using the memory goes.
