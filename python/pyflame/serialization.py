@@ -81,9 +81,10 @@ def _encode(obj, prefix, tensors, where):
             path = f"{prefix}.{i}" if prefix else str(i)
             items.append(_encode(value, path, tensors, path))
         return {"u" if isinstance(obj, tuple) else "l": items}
+    hint = " (save its state_dict())" if hasattr(obj, "state_dict") else ""
     raise ValueError(f"[save] cannot save an object of type {type(obj).__name__} at "
-                     f"'{where or '<root>'}': expected tensors, dicts, lists, tuples, numbers, "
-                     "strings, bools or None")
+                     f"'{where or '<root>'}'{hint}: expected tensors, dicts, lists, tuples, "
+                     "numbers, strings, bools or None")
 
 
 def save(obj, path):
@@ -210,7 +211,12 @@ def load(path, device=None):
         raise ValueError(f"[load] '{name}' is not a safetensors file: {e}") from None
     device = _core.get_device() if device is None else device
     _core.full([0], 0.0, None, device, "load")  # checks the device string
-    tensors = {k: _tensor(k, v, device) for k, v in entries}
+    del data
+    tensors = {}
+    entries.reverse()
+    while entries:  # each entry's bytes go as soon as its tensor holds them
+        k, v = entries.pop()
+        tensors[k] = _tensor(k, v, device)
     if _META_KEY not in metadata:
         return tensors
     try:

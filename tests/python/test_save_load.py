@@ -281,6 +281,11 @@ def test_unsupported_objects(tmp_path, obj, where):
     assert not os.path.exists(tmp_path / "u.safetensors")
 
 
+def test_module_object_hint(tmp_path):
+    with pytest.raises(ValueError, match=r"^\[save\] .*Sequential.*state_dict"):
+        pf.save(_mlp(), tmp_path / "m.safetensors")
+
+
 @pytest.mark.parametrize("obj", [
     {"a.b": pf.ones(1), "a": {"b": pf.zeros(1)}},
     {"0": pf.ones(1), 0: pf.ones(1)},
