@@ -129,7 +129,8 @@ nb::object to_host_bits(const Tensor& t) { return host_copy(t); }
 Tensor from_host_bits(nb::handle array, Dtype dtype, const char* fn) {
   using HostArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
   HostArray arr;
-  if (!nb::try_cast<HostArray>(array, arr, /*convert=*/false) || arr.itemsize() != itemsize(dtype)) {
+  const bool ok = nb::try_cast<HostArray>(array, arr, /*convert=*/false);
+  if (!ok || arr.itemsize() != itemsize(dtype)) {
     throw ValueError(errmsg(fn, std::string("expected a C-contiguous NumPy array of ") +
                                     std::to_string(itemsize(dtype)) + "-byte items for " +
                                     dtype_name(dtype)));

@@ -28,20 +28,26 @@ constexpr int kDLCPU = 1, kDLCUDAHost = 3, kDLROCMHost = 11;
 
 dl::dtype to_dl(Dtype t) {
   switch (t) {
-    case Dtype::Bool: return {(uint8_t)dl::dtype_code::Bool, 8, 1};
-    case Dtype::Int32: return nb::dtype<int32_t>();
-    case Dtype::Int64: return nb::dtype<int64_t>();
-    case Dtype::Float16: return {(uint8_t)dl::dtype_code::Float, 16, 1};
-    case Dtype::BFloat16: return {(uint8_t)dl::dtype_code::Bfloat, 16, 1};
-    case Dtype::Float32: return nb::dtype<float>();
+    case Dtype::Bool:
+      return {(uint8_t)dl::dtype_code::Bool, 8, 1};
+    case Dtype::Int32:
+      return nb::dtype<int32_t>();
+    case Dtype::Int64:
+      return nb::dtype<int64_t>();
+    case Dtype::Float16:
+      return {(uint8_t)dl::dtype_code::Float, 16, 1};
+    case Dtype::BFloat16:
+      return {(uint8_t)dl::dtype_code::Bfloat, 16, 1};
+    case Dtype::Float32:
+      return nb::dtype<float>();
   }
   return {};
 }
 
 std::optional<Dtype> from_dl(dl::dtype d) {
   if (d.lanes != 1) return std::nullopt;
-  for (Dtype t : {Dtype::Bool, Dtype::Int32, Dtype::Int64, Dtype::Float16, Dtype::BFloat16,
-                  Dtype::Float32}) {
+  for (Dtype t :
+       {Dtype::Bool, Dtype::Int32, Dtype::Int64, Dtype::Float16, Dtype::BFloat16, Dtype::Float32}) {
     if (to_dl(t) == d) return t;
   }
   return std::nullopt;
@@ -114,7 +120,8 @@ std::pair<int64_t, int64_t> int_pair(nb::handle h, const char* name) {
   try {
     return nb::cast<std::pair<int64_t, int64_t>>(h);
   } catch (const nb::cast_error&) {
-    throw ValueError(errmsg("__dlpack__", std::string(name) + " must be None or a pair of ints, got " +
+    throw ValueError(errmsg("__dlpack__", std::string(name) +
+                                              " must be None or a pair of ints, got " +
                                               nb::cast<std::string>(nb::repr(h))));
   }
 }
@@ -143,12 +150,14 @@ std::optional<uintptr_t> consumer_stream(nb::handle stream) {
                                     nb::cast<std::string>(nb::repr(stream))));
   }
   if (!amd && s == 0) {
-    throw ValueError(errmsg(fn, "stream 0 is ambiguous on CUDA: pass 1 (legacy default stream), "
-                                "2 (per-thread default stream) or a stream handle"));
+    throw ValueError(errmsg(fn,
+                            "stream 0 is ambiguous on CUDA: pass 1 (legacy default stream), "
+                            "2 (per-thread default stream) or a stream handle"));
   }
   if (amd && (s == 1 || s == 2)) {
-    throw ValueError(errmsg(fn, "streams 1 and 2 are not valid on ROCm: pass 0 (default stream) "
-                                "or a stream handle"));
+    throw ValueError(errmsg(fn,
+                            "streams 1 and 2 are not valid on ROCm: pass 0 (default stream) "
+                            "or a stream handle"));
   }
   return s;
 }
@@ -168,7 +177,8 @@ Tensor prepare_export(const Tensor& self, nb::handle dl_device, std::optional<bo
         buffer_error(fn, "cannot export a tensor on " + t.device().str() + " to DLPack device (" +
                              std::to_string(type) + ", " + std::to_string(id) + ")");
       }
-      if (copy == false) buffer_error(fn, "exporting to the CPU needs a copy, which copy=False forbids");
+      if (copy == false)
+        buffer_error(fn, "exporting to the CPU needs a copy, which copy=False forbids");
       t = to_device(t, Device::cpu());  // complete when evaluated: no stream to order
       copied = true;
     }
@@ -178,8 +188,9 @@ Tensor prepare_export(const Tensor& self, nb::handle dl_device, std::optional<bo
   if (!versioned && is_read_only(t)) {
     // A legacy capsule cannot say read-only: hand out a writable copy.
     if (copy == false) {
-      buffer_error(fn, "read-only memory needs a versioned capsule (max_version >= (1, 0)) "
-                       "or a copy, which copy=False forbids");
+      buffer_error(fn,
+                   "read-only memory needs a versioned capsule (max_version >= (1, 0)) "
+                   "or a copy, which copy=False forbids");
     }
     t = copy_of(t);
     evaluate(t);
@@ -191,13 +202,14 @@ Tensor prepare_export(const Tensor& self, nb::handle dl_device, std::optional<bo
 nb::object make_capsule(const Tensor& t, bool versioned) {
   std::vector<size_t> shape(t.shape().begin(), t.shape().end());
   auto* keep = new std::shared_ptr<Buffer>(t.buffer());
-  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<std::shared_ptr<Buffer>*>(p); });
+  nb::capsule owner(keep,
+                    [](void* p) noexcept { delete static_cast<std::shared_ptr<Buffer>*>(p); });
   void* data = t.size() ? t.raw_data() : nullptr;
   const int type = dl_device_type(t.device()), id = t.device().is_cpu() ? 0 : t.device().index;
   nb::object array;
   if (is_read_only(t)) {
-    array = nb::cast(nb::ndarray<nb::array_api, nb::ro>(data, shape.size(), shape.data(), owner,
-                                                        t.strides().data(), to_dl(t.dtype()), type, id));
+    array = nb::cast(nb::ndarray<nb::array_api, nb::ro>(
+        data, shape.size(), shape.data(), owner, t.strides().data(), to_dl(t.dtype()), type, id));
   } else {
     array = nb::cast(nb::ndarray<nb::array_api>(data, shape.size(), shape.data(), owner,
                                                 t.strides().data(), to_dl(t.dtype()), type, id));
@@ -235,8 +247,8 @@ Tensor import_dlpack(nb::handle capsule, nb::handle copy_arg) {
   std::optional<bool> copy;
   if (!copy_arg.is_none()) copy = nb::cast<bool>(copy_arg);
   if (!PyCapsule_CheckExact(capsule.ptr())) {
-    throw ValueError(errmsg(fn, "expected a DLPack capsule, got " +
-                                    nb::cast<std::string>(nb::repr(capsule.type()))));
+    throw ValueError(errmsg(
+        fn, "expected a DLPack capsule, got " + nb::cast<std::string>(nb::repr(capsule.type()))));
   }
   nb::ndarray<> array;
   bool read_only = false;
@@ -247,7 +259,8 @@ Tensor import_dlpack(nb::handle capsule, nb::handle copy_arg) {
       array = nb::ndarray<>(nb::cast<nb::ndarray<nb::ro>>(capsule));
       read_only = true;
     } catch (const nb::cast_error&) {
-      buffer_error(fn, "not a usable DLPack capsule (already consumed, or more than 128 dimensions)");
+      buffer_error(fn,
+                   "not a usable DLPack capsule (already consumed, or more than 128 dimensions)");
     }
   }
 
@@ -269,21 +282,22 @@ Tensor import_dlpack(nb::handle capsule, nb::handle copy_arg) {
   const size_t item = std::max<size_t>(1, array.itemsize());
   const bool aligned = reinterpret_cast<uintptr_t>(array.data()) % item == 0;
   if (!dtype || !aligned) {
-    const std::string what = !dtype ? "dtype " + dl_dtype_name(array.dtype()) + " needs a conversion"
-                                    : "misaligned memory needs a copy";
+    const std::string what = !dtype
+                                 ? "dtype " + dl_dtype_name(array.dtype()) + " needs a conversion"
+                                 : "misaligned memory needs a copy";
     static const dl::dtype convertible[] = {
-        nb::dtype<double>(), nb::dtype<int8_t>(), nb::dtype<int16_t>(), nb::dtype<uint8_t>(),
+        nb::dtype<double>(),   nb::dtype<int8_t>(),   nb::dtype<int16_t>(), nb::dtype<uint8_t>(),
         nb::dtype<uint16_t>(), nb::dtype<uint32_t>(), nb::dtype<uint64_t>()};
-    const bool can_convert =
-        dtype || std::find(std::begin(convertible), std::end(convertible), array.dtype()) !=
-                     std::end(convertible);
+    const bool can_convert = dtype || std::find(std::begin(convertible), std::end(convertible),
+                                                array.dtype()) != std::end(convertible);
     if (!can_convert) buffer_error(fn, "unsupported dtype " + dl_dtype_name(array.dtype()));
     if (copy == false) {
       throw ValueError(errmsg(fn, what + ", which copy=False forbids"));
     }
     if (!device.is_cpu()) {
-      buffer_error(fn, what + " that PyFlame does only for CPU memory; convert on the producer's "
-                            "side (e.g. to float32)");
+      buffer_error(fn, what +
+                           " that PyFlame does only for CPU memory; convert on the producer's "
+                           "side (e.g. to float32)");
     }
     return import_converted(array, fn);
   }
@@ -352,9 +366,12 @@ void init_dlpack(nb::module_& m) {
   m.def("_dlpack_device_type", &backend::rocm::dlpack_device_type);
   m.def("_dlpack_stream", &backend::rocm::stream_handle, nb::arg("device"));
   m.def("_to_host_bits", &to_host_bits, nb::arg("tensor"));
-  m.def("_from_host_bits", [](nb::handle arr, nb::handle dtype) {
-    return from_host_bits(arr, to_dtype(dtype, "load"), "load");
-  }, nb::arg("array"), nb::arg("dtype"));
+  m.def(
+      "_from_host_bits",
+      [](nb::handle arr, nb::handle dtype) {
+        return from_host_bits(arr, to_dtype(dtype, "load"), "load");
+      },
+      nb::arg("array"), nb::arg("dtype"));
 }
 
 }  // namespace pyflame::py

@@ -15,9 +15,7 @@ int dlpack_device_type() {
 #endif
 }
 
-uintptr_t stream_handle(int device) {
-  return reinterpret_cast<uintptr_t>(current_stream(device));
-}
+uintptr_t stream_handle(int device) { return reinterpret_cast<uintptr_t>(current_stream(device)); }
 
 void make_stream_wait(int device, uintptr_t consumer) {
   DeviceGuard g(device);
