@@ -101,7 +101,10 @@ def save(obj, path):
     st = _safetensors()
     tensors = {}
     tree = _encode(obj, "", tensors, "")
-    metadata = {_META_KEY: json.dumps({"version": _FORMAT_VERSION, "tree": tree})}
+    # "format": "pt" as PyTorch's checkpoints say: the names and layouts are
+    # PyTorch's (Hugging Face loaders look for it).
+    metadata = {"format": "pt",
+                _META_KEY: json.dumps({"version": _FORMAT_VERSION, "tree": tree})}
     if tensors:
         _core.eval(list(tensors.values()))
     bits = {name: _core._to_host_bits(t) for name, t in tensors.items()}

@@ -220,6 +220,9 @@ def test_file_to_safetensors_torch(tmp_path):
         assert str(back[k].dtype) == f"torch.{t.dtype}"
         got = back[k].float() if back[k].dtype == torch.bfloat16 else back[k]
         np.testing.assert_array_equal(got.numpy(), values(t))
+    from safetensors import safe_open
+    with safe_open(tmp_path / "pf.safetensors", framework="np") as f:
+        assert f.metadata()["format"] == "pt"
     # A torch model takes the saved state dict.
     tm = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
     tm.load_state_dict({k[2:]: v for k, v in back.items() if k.startswith("m.")})
