@@ -42,6 +42,9 @@ void def_autograd_methods(nb::class_<Tensor>& cls);
 void replace_keeping_grad_state(Tensor& self, const Tensor& other);
 // Tensor.__dlpack__ and __dlpack_device__; the import side's functions.
 void def_dlpack_methods(nb::class_<Tensor>& cls);
+// A NumPy array sharing t's memory (CPU tensors of NumPy's dtypes), for
+// __array__(copy=False); ValueError where only a copy would do.
+nb::object numpy_view(const Tensor& t, nb::handle dtype);
 void init_dlpack(nb::module_& m);
 void init_ops(nb::module_& m);
 void init_device(nb::module_& m);

@@ -349,6 +349,21 @@ Tensor import_dlpack(nb::handle capsule, nb::handle copy_arg) {
 
 }  // namespace
 
+nb::object numpy_view(const Tensor& t, nb::handle dtype) {
+  const char* fn = "__array__";
+  if (!t.device().is_cpu() || t.dtype() == Dtype::BFloat16) {
+    throw ValueError(errmsg(fn, "a " + std::string(dtype_name(t.dtype())) + " tensor on " +
+                                    t.device().str() + " has no NumPy view: copy=False "
+                                    "cannot be honored"));
+  }
+  nb::module_ np = nb::module_::import_("numpy");
+  if (!dtype.is_none() && !np.attr("dtype")(dtype).equal(np.attr("dtype")(dtype_name(t.dtype())))) {
+    throw ValueError(errmsg(fn, "converting to " + nb::cast<std::string>(nb::str(dtype)) +
+                                    " needs a copy, which copy=False forbids"));
+  }
+  return np.attr("from_dlpack")(nb::cast(t));
+}
+
 void def_dlpack_methods(nb::class_<Tensor>& cls) {
   cls.def("__dlpack__", &export_dlpack, nb::kw_only(), nb::arg("stream").none() = nb::none(),
           nb::arg("max_version").none() = nb::none(), nb::arg("dl_device").none() = nb::none(),

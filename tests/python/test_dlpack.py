@@ -189,6 +189,23 @@ def test_export_argument_errors():
     t.__dlpack__(stream=-1)  # no synchronization: accepted on the CPU
 
 
+def test_array_copy_false_is_a_view():
+    x = np.random.randn(3, 4).astype(np.float32)
+    t = pf.tensor(x)
+    view = t.__array__(copy=False)
+    np.testing.assert_array_equal(view, x)
+    torch.from_dlpack(t)[0, 0] = 123.0
+    assert view[0, 0] == 123.0  # the same memory
+    assert t.__array__(dtype=np.float32, copy=False)[0, 0] == 123.0
+    with pytest.raises(ValueError, match=r"^\[__array__\] .*copy=False"):
+        t.__array__(dtype=np.float64, copy=False)
+    with pytest.raises(ValueError, match=r"^\[__array__\] .*bfloat16"):
+        t.astype(pf.bfloat16).__array__(copy=False)
+    copied = t.__array__(copy=True)
+    copied[0, 0] = -1
+    assert t.numpy()[0, 0] == 123.0
+
+
 # ------------------------------------------------------------- import: CPU
 
 @pytest.mark.parametrize("dtype", NUMPY_DTYPES)
