@@ -112,10 +112,10 @@ def save(obj, path):
     for name, t in tensors.items():
         b = bits[name]
         dtype, shape = str(t.dtype), list(t.shape)
-        if hasattr(st, "TensorSpec"):  # safetensors >= 0.7: pointers, no copy
+        if hasattr(st, "TensorSpec"):  # current safetensors: pointers, no copy
             specs[name] = st.TensorSpec(dtype=dtype, shape=shape, data_ptr=b.ctypes.data,
                                         data_len=b.nbytes)
-        else:
+        else:  # older releases take the bytes
             specs[name] = {"dtype": dtype, "shape": shape, "data": b.tobytes()}
     if hasattr(path, "write"):
         path.write(bytes(st.serialize(specs, metadata=metadata)))
