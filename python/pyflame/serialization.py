@@ -9,6 +9,10 @@ shape, dict key types, tuples, and leaves that are numbers, strings, bools or
 None, such as optimizer hyperparameters and step counts) goes into the
 header's metadata as JSON under ``"pyflame"``, so the object round-trips
 exactly. bfloat16 is stored as its raw bits under the ``BF16`` dtype.
+
+The package's own ``serialize_file`` / ``deserialize`` (what
+``safetensors.numpy`` is built on) read and write the tensors: NumPy has no
+bfloat16, so ``safetensors.numpy`` cannot carry it.
 """
 import collections
 import json
