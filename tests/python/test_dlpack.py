@@ -269,6 +269,41 @@ def test_import_layouts(make):
     np.testing.assert_array_equal(t.numpy(), make(x))
 
 
+def _random_view(x, rng):
+    """A random strided view of x: per axis a slice with a random (possibly
+    negative) step, then a random axis permutation."""
+    if x.ndim == 0:
+        return x
+    index = []
+    for n in x.shape:
+        step = int(rng.choice([1, 2, 3, -1, -2]))
+        a, b = sorted(int(v) for v in rng.integers(0, n + 1, size=2))
+        index.append(slice(a, b, step) if step > 0 else slice(b - 1 if b else None,
+                                                                  a - 1 if a else None, step))
+    v = x[tuple(index)]
+    return v.transpose(rng.permutation(v.ndim))
+
+
+@pytest.mark.parametrize("trial", range(40))
+def test_random_layouts_both_ways(trial, rng):
+    ndim = int(rng.integers(0, 5))
+    shape = tuple(int(n) for n in rng.integers(0, 6, size=ndim))
+    x = np.asarray(rng.standard_normal(shape), dtype=np.float32)
+    v = _random_view(x, rng)
+    t = pf.from_dlpack(v)                    # import with NumPy's strides
+    np.testing.assert_array_equal(t.numpy(), v)
+    np.testing.assert_array_equal((t + 0).numpy(), v)
+    # Export a PyFlame view of its own (positive strides: torch has no others).
+    base = pf.tensor(x)
+    perm = rng.permutation(ndim) if ndim else None
+    w = pf.transpose(base, *perm) if ndim else base
+    ref = np.transpose(x, perm) if ndim else x
+    if ndim and w.shape[0] > 1:
+        w, ref = w[1::2], ref[1::2]
+    y = torch.from_dlpack(w)
+    np.testing.assert_array_equal(y.numpy(), ref)
+
+
 def test_import_torch_views():
     y = torch.randn(5, 8)
     v = y.t()[2:, 1:4]
