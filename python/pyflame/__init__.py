@@ -25,6 +25,8 @@ from .autograd import (  # noqa: F401
 from . import backend  # noqa: F401
 from . import nn  # noqa: F401
 from . import amp, optim, utils  # noqa: F401,E402
+from ._dlpack import from_dlpack  # noqa: F401,E402
+from .serialization import save, load  # noqa: F401,E402
 
 float32 = Dtype.float32
 float16 = Dtype.float16

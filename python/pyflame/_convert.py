@@ -1,8 +1,10 @@
 """Conversions from Python and NumPy values to what the core accepts."""
 import numpy as np
 
-# NumPy dtype -> the PyFlame dtype it becomes. float64 narrows to float32 (the
-# framework's default float, as torch.tensor does with Python floats).
+# NumPy dtype -> the PyFlame dtype it becomes; others (long double, complex,
+# ...) are rejected. float64 narrows to float32 (the framework's default float,
+# as torch.tensor does with Python floats); small integers widen to int32,
+# unsigned 32/64-bit ones to int64.
 _FROM_NUMPY = {
     "float64": "float32", "float32": "float32", "float16": "float16",
     "int64": "int64", "uint32": "int64", "uint64": "int64",

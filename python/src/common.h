@@ -26,6 +26,9 @@ Tensor as_tensor(nb::handle obj, const Tensor* like, const char* fn);
 // A C-contiguous NumPy array of a supported dtype -> an evaluated CPU tensor.
 Tensor from_numpy(nb::handle array, const char* fn);
 nb::object to_numpy(const Tensor& t);
+// The raw element bits (bfloat16 as uint16) both ways, for file formats.
+nb::object to_host_bits(const Tensor& t);
+Tensor from_host_bits(nb::handle array, Dtype dtype, const char* fn);
 
 // None, an int or a sequence of ints.
 Axes to_axes(nb::handle obj, const char* fn);
@@ -37,6 +40,12 @@ void def_autograd_methods(nb::class_<Tensor>& cls);
 // Tensor._replace: rebinds a handle (in-place updates), keeping a grad
 // leaf's requires_grad flag and, where it still fits, its gradient.
 void replace_keeping_grad_state(Tensor& self, const Tensor& other);
+// Tensor.__dlpack__ and __dlpack_device__; the import side's functions.
+void def_dlpack_methods(nb::class_<Tensor>& cls);
+// A NumPy array sharing t's memory (CPU tensors of NumPy's dtypes), for
+// __array__(copy=False); ValueError where only a copy would do.
+nb::object numpy_view(const Tensor& t, nb::handle dtype);
+void init_dlpack(nb::module_& m);
 void init_ops(nb::module_& m);
 void init_device(nb::module_& m);
 void init_backend(nb::module_& m);

@@ -38,7 +38,13 @@ OptDevice to_opt_device(nb::handle obj, const char* fn) {
 }
 
 Tensor from_numpy(nb::handle array, const char* fn) {
-  auto arr = nb::cast<nb::ndarray<nb::c_contig, nb::device::cpu>>(array);
+  // Read-only views (np.frombuffer, memory maps) too: the data is copied.
+  using HostArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+  HostArray arr;
+  if (!nb::try_cast<HostArray>(array, arr, /*convert=*/false)) {
+    throw ValueError(errmsg(fn, "expected a C-contiguous NumPy array, got " +
+                                    nb::cast<std::string>(nb::repr(array.type()))));
+  }
   auto dt = arr.dtype();
   Dtype t;
   if (dt == nb::dtype<float>()) t = Dtype::Float32;
@@ -87,9 +93,10 @@ Tensor as_tensor(nb::handle obj, const Tensor* like, const char* fn) {
   return to_device(t, d);
 }
 
-nb::object to_numpy(const Tensor& t_in) {
-  // NumPy has no bfloat16: such tensors come back as float32.
-  Tensor t = t_in.dtype() == Dtype::BFloat16 ? astype(t_in, Dtype::Float32) : t_in;
+namespace {
+// A NumPy array holding a row-major host copy of t's elements, in the NumPy
+// dtype of the same width (bfloat16 as its raw uint16 bits).
+nb::object host_copy(const Tensor& t) {
   size_t bytes = t.nbytes();
   std::unique_ptr<char[]> buf(new char[std::max<size_t>(bytes, 1)]);
   {
@@ -103,11 +110,34 @@ nb::object to_numpy(const Tensor& t_in) {
     case Dtype::Int32: dt = nb::dtype<int32_t>(); break;
     case Dtype::Int64: dt = nb::dtype<int64_t>(); break;
     case Dtype::Float16: dt = {(uint8_t)nb::dlpack::dtype_code::Float, 16, 1}; break;
-    default: dt = nb::dtype<float>(); break;
+    case Dtype::BFloat16: dt = nb::dtype<uint16_t>(); break;
+    case Dtype::Float32: dt = nb::dtype<float>(); break;
   }
   char* raw = buf.release();
   nb::capsule owner(raw, [](void* p) noexcept { delete[] static_cast<char*>(p); });
   return nb::cast(nb::ndarray<nb::numpy>(raw, shape.size(), shape.data(), owner, nullptr, dt));
+}
+}  // namespace
+
+nb::object to_numpy(const Tensor& t) {
+  // NumPy has no bfloat16: such tensors come back as float32.
+  return host_copy(t.dtype() == Dtype::BFloat16 ? astype(t, Dtype::Float32) : t);
+}
+
+nb::object to_host_bits(const Tensor& t) { return host_copy(t); }
+
+Tensor from_host_bits(nb::handle array, Dtype dtype, const char* fn) {
+  using HostArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+  HostArray arr;
+  const bool ok = nb::try_cast<HostArray>(array, arr, /*convert=*/false);
+  if (!ok || arr.itemsize() != itemsize(dtype)) {
+    throw ValueError(errmsg(fn, std::string("expected a C-contiguous NumPy array of ") +
+                                    std::to_string(itemsize(dtype)) + "-byte items for " +
+                                    dtype_name(dtype)));
+  }
+  Shape shape(arr.ndim());
+  for (size_t i = 0; i < arr.ndim(); ++i) shape[i] = static_cast<int64_t>(arr.shape(i));
+  return Tensor::from_host(arr.data(), shape, dtype);
 }
 
 Axes to_axes(nb::handle obj, const char* fn) {

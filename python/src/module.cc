@@ -10,6 +10,7 @@ NB_MODULE(_core, m) {
   nb::exception<pyflame::OutOfMemoryError>(m, "OutOfMemoryError", PyExc_RuntimeError);
   pyflame::py::init_tensor(m);
   pyflame::py::init_autograd(m);
+  pyflame::py::init_dlpack(m);
   pyflame::py::init_ops(m);
   pyflame::py::init_device(m);
   pyflame::py::init_backend(m);

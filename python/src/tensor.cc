@@ -123,6 +123,8 @@ void init_tensor(nb::module_& m) {
       .def("eval", [](const Tensor& t) { nb::gil_scoped_release r; t.eval(); return t; })
       .def("numpy", &to_numpy)
       .def("__array__", [](const Tensor& t, nb::handle dtype, nb::handle copy) {
+            // NumPy 2's copy=False: a view (through DLPack) or an error.
+            if (copy.is(Py_False)) return numpy_view(t, dtype);
             nb::object a = to_numpy(t);
             return dtype.is_none() ? a : a.attr("astype")(dtype);
           }, nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none())
@@ -175,6 +177,7 @@ void init_tensor(nb::module_& m) {
       .def("__neg__", [](const Tensor& t) { return neg(t); })
       .def("__abs__", [](const Tensor& t) { return abs(t); });
   def_autograd_methods(cls);
+  def_dlpack_methods(cls);
 }
 
 }  // namespace pyflame::py

@@ -45,6 +45,14 @@ TEST(Device, Parse) {
   }
 }
 
+TEST(Device, DlpackSeamWithoutGpuBackend) {
+  if (backend::rocm::compiled()) GTEST_SKIP() << "GPU backend compiled (test_gpu.cc covers it)";
+  EXPECT_EQ(backend::rocm::dlpack_device_type(), 0);
+  EXPECT_THROW(backend::rocm::stream_handle(0), RuntimeError);
+  EXPECT_THROW(backend::rocm::make_stream_wait(0, 1), RuntimeError);
+  EXPECT_THROW(backend::rocm::synchronize_streams(0), RuntimeError);
+}
+
 TEST(Graph, LazyUntilEval) {
   Tensor a = ones({4}), b = full({4}, 2.0);
   Tensor c = add(a, b);

@@ -255,3 +255,26 @@ TEST_F(Gpu, MemoryManagerCachesAndCounts) {
   pool.warmup({4096, 1 << 20});
   EXPECT_GE(pool.cached_bytes(), size_t(1) << 20);
 }
+
+// The DLPack seam: a foreign stream told to wait reads finished results, even
+// when PyFlame's work is still queued.
+TEST_F(Gpu, DlpackStreamSeamOrdersAForeignStream) {
+  namespace r = backend::rocm;
+  EXPECT_EQ(r::dlpack_device_type(), std::string(r::platform()) == "amd" ? 10 : 2);
+  EXPECT_NE(r::stream_handle(0), 0u);
+  Tensor a = to_device(rnd({1024, 1024}), gpu);
+  Tensor x = a;
+  for (int i = 0; i < 6; ++i) x = mul(tanh(matmul(x, a)), scalar(0.5, Dtype::Float32, gpu));
+  x.eval();  // queued on PyFlame's stream, likely unfinished
+  hipStream_t foreign;
+  ASSERT_EQ(hipStreamCreateWithFlags(&foreign, hipStreamNonBlocking), hipSuccess);
+  r::make_stream_wait(0, reinterpret_cast<uintptr_t>(foreign));
+  std::vector<float> seen(x.size()), expected(x.size());
+  ASSERT_EQ(hipMemcpyAsync(seen.data(), x.raw_data(), x.nbytes(), hipMemcpyDeviceToHost, foreign),
+            hipSuccess);
+  ASSERT_EQ(hipStreamSynchronize(foreign), hipSuccess);
+  x.copy_to_host(expected.data());
+  EXPECT_EQ(seen, expected);
+  r::synchronize_streams(0);
+  ASSERT_EQ(hipStreamDestroy(foreign), hipSuccess);
+}

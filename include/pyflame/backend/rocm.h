@@ -3,6 +3,7 @@
 // is required.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -90,5 +91,21 @@ std::shared_ptr<Buffer> allocate_buffer(int device_id, size_t bytes);
 // Copies an evaluated GPU tensor (any layout) row-major into host memory,
 // waiting only on the stream that produced it.
 void copy_to_host(const Tensor& src, void* dst);
+
+// DLPack interop (python/src/dlpack.cc). Streams cross the protocol as
+// integers: a stream handle, or the protocol's 0/1/2 for the default streams,
+// which are their handles' values on both platforms.
+//
+// The DLPack device type of this build's GPUs: kDLCUDA (2) on NVIDIA,
+// kDLROCM (10) on AMD, 0 in a build without a GPU backend.
+int dlpack_device_type();
+// The stream PyFlame's next work on `device` from this thread runs on.
+uintptr_t stream_handle(int device);
+// Makes stream `consumer` wait for the work queued so far on `device`'s
+// stream (an event recorded there, waited on by `consumer`).
+void make_stream_wait(int device, uintptr_t consumer);
+// Blocks until the work queued so far on `device` has finished: before
+// memory PyFlame borrowed is handed back to its owner.
+void synchronize_streams(int device);
 
 }  // namespace pyflame::backend::rocm

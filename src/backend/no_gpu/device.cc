@@ -21,6 +21,10 @@ void synchronize() { unavailable("rocm_synchronize"); }
 DeviceInfo get_device_info(int) { unavailable("rocm_get_device_info"); }
 std::shared_ptr<Buffer> allocate_buffer(int, size_t) { unavailable("allocate"); }
 void copy_to_host(const Tensor&, void*) { unavailable("to"); }
+int dlpack_device_type() { return 0; }
+uintptr_t stream_handle(int) { unavailable("from_dlpack"); }
+void make_stream_wait(int, uintptr_t) { unavailable("__dlpack__"); }
+void synchronize_streams(int) { unavailable("from_dlpack"); }
 MemoryStats memory_stats(int) { unavailable("get_memory_manager"); }
 void reset_memory_stats(int) { unavailable("get_memory_manager"); }
 void clear_memory_pool(int) { unavailable("get_memory_manager"); }

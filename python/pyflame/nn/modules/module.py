@@ -488,6 +488,20 @@ class Module:
                 dst._replace(new)  # a parameter stays a trainable leaf
         return IncompatibleKeys(missing, unexpected)
 
+    def save(self, path):
+        """Saves ``state_dict()`` to ``path`` in the safetensors format
+        (``pf.save``): a checkpoint ``safetensors.torch.load_file`` reads."""
+        from ... import serialization
+        serialization.save(self.state_dict(), path)
+
+    def load(self, path, strict=True):
+        """Loads a checkpoint written by ``save`` (or any safetensors state
+        dict with matching names) through ``load_state_dict(..., strict)``;
+        values take each parameter's dtype and device. Returns
+        ``IncompatibleKeys``."""
+        from ... import serialization
+        return self.load_state_dict(serialization.load(path, device="cpu"), strict=strict)
+
     # -------------------------------------------------------------- repr
     def _get_name(self):
         return type(self).__name__
