@@ -90,10 +90,14 @@ def test_results_pass_between_threads(device, multi_stream):
 def test_training_steps_in_threads(device, multi_stream):
     """Autograd and optimizer steps, one model per thread."""
     def train(seed):
-        pf.manual_seed(seed)
+        # Inputs from a per-thread generator: pf's seed and draw counter are
+        # process-wide, so threads seeding them at once would interleave.
+        rng = np.random.default_rng(seed)
         model = pf.nn.Sequential(pf.nn.Linear(8, 16), pf.nn.ReLU(), pf.nn.Linear(16, 1)).to(device)
+        model.load_state_dict({k: pf.tensor(rng.standard_normal(v.shape).astype(np.float32) * 0.3,
+                                            device=device) for k, v in model.state_dict().items()})
         opt = pf.optim.SGD(model.parameters(), lr=0.05)
-        x = pf.randn(64, 8, device=device)
+        x = pf.tensor(rng.standard_normal((64, 8)).astype(np.float32), device=device)
         y = x.sum(axis=1, keepdim=True)
         losses = []
         for _ in range(20):
