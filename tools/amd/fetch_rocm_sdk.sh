@@ -81,6 +81,7 @@ for deb in "$apt_dir"/libdebs/*.deb; do
   dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$sdk" --wildcards './usr/lib/x86_64-linux-gnu/*.so*'
 done
 rm -rf "$apt_dir/libdebs"   # rocBLAS's package alone is 280 MB
+mkdir -p "$sdk/usr/bin"      # hip-config checks that its bin directory exists (hipcc: not needed)
 bc=$(ls -d "$sdk"/usr/lib/llvm-*/lib/clang/*/amdgcn/bitcode | head -1)
 lib=$sdk/usr/lib/x86_64-linux-gnu
 [[ -f $sdk/usr/include/hip/hip_runtime.h && -f $sdk/usr/include/rocblas/rocblas.h &&
