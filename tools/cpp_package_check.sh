@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The installable C++ package (CPU build): builds libpyflame, installs it with `cmake --install
-# --component cpp` into a prefix, checks what was installed (library, headers without the GPU layer,
-# CMake package, only pyflame:: symbols exported), then builds examples/cpp against the prefix
-# with find_package(PyFlame) and runs them.
+# The installable C++ package (CPU build by default): builds libpyflame, installs it with `cmake
+# --install --component cpp` into a prefix, checks what was installed (library, headers, the GPU
+# layer only in a GPU build, CMake package, only pyflame:: symbols exported), then builds
+# examples/cpp against the prefix with find_package(PyFlame) and runs them (the GPU examples too in
+# a GPU build, e.g. PYFLAME_PKG_GPU=CUDA PYFLAME_PKG_BUILD=build/pkg-cuda on the GPU machine).
 #
-# Env: PYFLAME_PKG_BUILD   CMake build dir, shared with tools/wheel_check.sh (default build/pkg)
+# Env: PYFLAME_PKG_GPU     GPU backend of the build: OFF (default), CUDA or ROCM
+#      PYFLAME_PKG_BUILD   CMake build dir, shared with tools/wheel_check.sh (default build/pkg)
 #      PYFLAME_PKG_PREFIX  install prefix (default build/pkg-prefix)
 #      JOBS                parallel build jobs (default 2)
 set -euo pipefail
@@ -13,11 +15,12 @@ build=${PYFLAME_PKG_BUILD:-$repo/build/pkg}
 prefix=${PYFLAME_PKG_PREFIX:-$repo/build/pkg-prefix}
 examples=$repo/build/pkg-examples
 jobs=${JOBS:-2}
+gpu=${PYFLAME_PKG_GPU:-OFF}
 t0=$SECONDS
 
 gen=()
 if [[ ! -f $build/CMakeCache.txt ]] && command -v ninja >/dev/null; then gen=(-G Ninja); fi
-cmake -S "$repo" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DPYFLAME_GPU=OFF \
+cmake -S "$repo" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DPYFLAME_GPU="$gpu" \
   -DPYFLAME_BUILD_SHARED=ON >/dev/null
 cmake --build "$build" --target pyflame -j "$jobs"
 rm -rf "$prefix"
@@ -30,7 +33,13 @@ lib=$(ls "$prefix"/lib*/libpyflame.so)
 for f in pyflame/pyflame.h pyflame/tensor.h pyflame/ops.h pyflame/backend/rocm.h; do
   [[ -f $prefix/include/$f ]] || fail "header $f not installed"
 done
-[[ ! -e $prefix/include/pyflame/backend/rocm ]] || fail "the GPU layer's headers were installed in a CPU build"
+run=(tensor_ops small_net)
+if [[ $gpu == OFF ]]; then
+  [[ ! -e $prefix/include/pyflame/backend/rocm ]] || fail "the GPU layer's headers were installed in a CPU build"
+else
+  [[ -f $prefix/include/pyflame/backend/rocm/api.h ]] || fail "the GPU layer's headers were not installed"
+  run+=(blas_gemm memory_manager)
+fi
 ls "$prefix"/lib*/cmake/PyFlame/PyFlameConfig.cmake "$prefix"/lib*/cmake/PyFlame/PyFlameConfigVersion.cmake \
   "$prefix"/lib*/cmake/PyFlame/PyFlameTargets.cmake >/dev/null || fail "CMake package files missing"
 # Exported: the pyflame:: API (with its vtables and type information) only.
@@ -43,7 +52,7 @@ echo "[cpp] libpyflame exports $(nm -D --defined-only "$lib" | wc -l) symbols, a
 rm -rf "$examples"
 cmake -S "$repo/examples/cpp" -B "$examples" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$examples" -j "$jobs"
-for e in tensor_ops small_net; do
+for e in "${run[@]}"; do
   echo "[cpp] running $e"
   "$examples/$e"
 done

@@ -218,7 +218,8 @@ TEST_F(GpuApi, LossLaunchersMatchCpuOps) {
 }
 
 TEST_F(GpuApi, DnnMatchesCpuOps) {
-  auto& dnn = rocm::get_dnn();
+  EXPECT_EQ(&rocm::get_dnn(), &rocm::get_dnn());
+  rocm::ROCmDNN dnn;
   dnn.set_stream(stream);
   const int64_t N = 2, C = 4, H = 9, W = 11, K = 6;
   auto x = randv(N * C * H * W), w = randv(K * C * 3 * 3);
@@ -282,7 +283,7 @@ TEST_F(GpuApi, ExecutorEvaluatesOnItsDevice) {
   EXPECT_EQ(r.num_outputs, 1u);
   EXPECT_GE(r.elapsed_ms, 0.0);
   expect_near(cpu(y), cpu(relu(matmul(host_tensor(a, {64, 32}), host_tensor(b, {32, 16})))), 1e-5, 1e-5);
-  EXPECT_THROW(ex.execute({zeros({3})}), ValueError);  // a CPU tensor
+  EXPECT_THROW(ex.execute({zeros({3}, Dtype::Float32, Device::cpu())}), ValueError);  // a CPU tensor
   EXPECT_EQ(ex.get_device_info().device_id, 0);
   EXPECT_GT(ex.get_memory_stats().total_allocations, 0u);
   EXPECT_THROW(rocm::ROCmExecutor({rocm::get_device_count(), false, false, 0}), RuntimeError);
@@ -294,7 +295,8 @@ TEST_F(GpuApi, CheckMacrosThrowWithTheCall) {
     HIP_CHECK(hipMalloc(&p, size_t(1) << 62));  // far beyond any device
     FAIL() << "no exception";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("hipMalloc"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[hipMalloc(&p, size_t(1) << 62)] failed"), std::string::npos)
+        << e.what();
   }
   HIP_CHECK(hipGetLastError());  // the failure did not linger
   EXPECT_THROW(ROCBLAS_CHECK(::pyflame::gpu::blas_status_t(1)), std::runtime_error);

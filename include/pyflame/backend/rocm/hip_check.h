@@ -10,12 +10,33 @@
 #include "backend/rocm/gpu/libs.h"
 #include "backend/rocm/gpu/runtime.h"
 
+// (Spelled out rather than forwarded to PF_*_CHECK, so the message quotes the
+// call as written: forwarding would expand HIP names to their CUDA aliases.)
 #ifndef HIP_CHECK
-#define HIP_CHECK(call) PF_HIP_CHECK(call)
+#define HIP_CHECK(call)                                                            \
+  do {                                                                             \
+    const hipError_t pf_hip_err_ = (call);                                         \
+    if (pf_hip_err_ != hipSuccess)                                                 \
+      ::pyflame::gpu::detail::throw_hip_error(pf_hip_err_, #call, __FILE__, __LINE__); \
+  } while (0)
 #endif
 #ifndef ROCBLAS_CHECK
-#define ROCBLAS_CHECK(call) PF_BLAS_CHECK(call)
+#define ROCBLAS_CHECK(call)                                                                     \
+  do {                                                                                          \
+    const ::pyflame::gpu::blas_status_t pf_blas_st_ = (call);                                   \
+    if (pf_blas_st_ != ::pyflame::gpu::kBlasSuccess)                                            \
+      ::pyflame::gpu::detail::throw_lib_error(::pyflame::gpu::blas_status_string(pf_blas_st_),  \
+                                              static_cast<int>(pf_blas_st_), #call, __FILE__,   \
+                                              __LINE__);                                        \
+  } while (0)
 #endif
 #ifndef MIOPEN_CHECK
-#define MIOPEN_CHECK(call) PF_DNN_CHECK(call)
+#define MIOPEN_CHECK(call)                                                                    \
+  do {                                                                                        \
+    const ::pyflame::gpu::dnn_status_t pf_dnn_st_ = (call);                                   \
+    if (pf_dnn_st_ != ::pyflame::gpu::kDnnSuccess)                                            \
+      ::pyflame::gpu::detail::throw_lib_error(::pyflame::gpu::dnn_status_string(pf_dnn_st_),  \
+                                              static_cast<int>(pf_dnn_st_), #call, __FILE__,  \
+                                              __LINE__);                                      \
+  } while (0)
 #endif
