@@ -20,11 +20,12 @@ cd "$repo"
   -C build-dir="$build" -C cmake.define.PYFLAME_GPU=OFF
 whl=$(ls "$dist"/pyflame-*.whl)
 echo "[wheel] built $(basename "$whl") ($((SECONDS - t0)) s)"
+files=$("$VPY" -c 'import sys, zipfile; print("\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))' "$whl")
 for f in pyflame/_core.pyi pyflame/py.typed pyflame/__init__.py; do
-  "$VPY" -m zipfile -l "$whl" | grep -q " *$f " || "$VPY" -m zipfile -l "$whl" | grep -q "^$f" ||
-    { echo "[wheel] $f missing from the wheel" >&2; exit 1; }
+  grep -qx "$f" <<<"$files" || { echo "[wheel] $f missing from the wheel" >&2; exit 1; }
 done
-if "$VPY" -m zipfile -l "$whl" | grep -qE "libpyflame|include/|cmake/"; then
+grep -q "^pyflame/_core\..*\.so$" <<<"$files" || { echo "[wheel] the extension is missing" >&2; exit 1; }
+if grep -qE "libpyflame|include/|cmake/" <<<"$files"; then
   echo "[wheel] the wheel carries C++ package files" >&2; exit 1
 fi
 
