@@ -2,8 +2,17 @@
 # clang, rocBLAS, MIOpen) on AMD or by nvcc through gpu/runtime.h's alias
 # header (cuBLAS, cuDNN) on NVIDIA. AUTO picks ROCm, then CUDA, then none.
 
+# Where ROCm is: -DROCM_PATH=..., else $ROCM_PATH, else /opt/rocm (the spec's recipe).
+if(NOT ROCM_PATH)
+  if(DEFINED ENV{ROCM_PATH})
+    set(ROCM_PATH $ENV{ROCM_PATH} CACHE PATH "ROCm installation directory")
+  else()
+    set(ROCM_PATH /opt/rocm CACHE PATH "ROCm installation directory")
+  endif()
+endif()
+
 if(PYFLAME_GPU STREQUAL "AUTO")
-  find_package(hip QUIET CONFIG PATHS $ENV{ROCM_PATH} /opt/rocm)
+  find_package(hip QUIET CONFIG PATHS ${ROCM_PATH})
   include(CheckLanguage)
   if(hip_FOUND)
     set(PYFLAME_GPU_BACKEND ROCM)
@@ -28,10 +37,45 @@ if(PYFLAME_GPU_BACKEND STREQUAL "CUDA")
   find_library(PYFLAME_CUDNN cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}/lib
                ${CUDAToolkit_LIBRARY_DIR}/.. REQUIRED)
 elseif(PYFLAME_GPU_BACKEND STREQUAL "ROCM")
-  enable_language(HIP)
+  # HIP sources build one of two ways:
+  #  - HIP: CMake's HIP language, with ROCm's own clang (a ROCm install from AMD, /opt/rocm).
+  #  - CXX: when the C++ compiler is clang itself (e.g. Debian's clang-19 with Debian's ROCm
+  #    packages, whose hip-lang files CMake's HIP support does not find), the HIP sources are
+  #    C++ sources compiled with `-x hip` for the offload architectures.
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    set(PYFLAME_HIP_MODE CXX)
+  else()
+    set(PYFLAME_HIP_MODE HIP)
+  endif()
+  set(PYFLAME_HIP_ARCHITECTURES "gfx90a;gfx942;gfx1030;gfx1100" CACHE STRING "AMD GPU targets to compile for")
+  # hip-config would otherwise probe this machine's GPUs for its own target list.
+  set(GPU_TARGETS ${PYFLAME_HIP_ARCHITECTURES})
+  list(PREPEND CMAKE_PREFIX_PATH ${ROCM_PATH})
   find_package(hip REQUIRED CONFIG)
   find_package(rocblas REQUIRED CONFIG)
   find_package(miopen REQUIRED CONFIG)
+  if(PYFLAME_HIP_MODE STREQUAL "HIP")
+    set(CMAKE_HIP_ARCHITECTURES ${PYFLAME_HIP_ARCHITECTURES})
+    enable_language(HIP)
+    set(CMAKE_HIP_STANDARD 20)
+  else()
+    # Device bitcode: ROCm's own layout (<rocm>/amdgcn/bitcode) or Debian's (rocm-device-libs).
+    if(NOT PYFLAME_ROCM_DEVICE_LIB_PATH AND NOT EXISTS ${ROCM_PATH}/amdgcn/bitcode)
+      file(GLOB bitcode_dirs LIST_DIRECTORIES true ${ROCM_PATH}/lib/llvm-*/lib/clang/*/amdgcn/bitcode)
+      if(bitcode_dirs)
+        list(SORT bitcode_dirs)
+        list(GET bitcode_dirs -1 PYFLAME_ROCM_DEVICE_LIB_PATH)
+      endif()
+    endif()
+    set(PYFLAME_HIP_CXX_FLAGS -x hip --rocm-path=${ROCM_PATH})
+    foreach(arch ${PYFLAME_HIP_ARCHITECTURES})
+      list(APPEND PYFLAME_HIP_CXX_FLAGS --offload-arch=${arch})
+    endforeach()
+    if(PYFLAME_ROCM_DEVICE_LIB_PATH)
+      list(APPEND PYFLAME_HIP_CXX_FLAGS --rocm-device-lib-path=${PYFLAME_ROCM_DEVICE_LIB_PATH})
+    endif()
+  endif()
+  message(STATUS "PyFlame ROCm: ${ROCM_PATH}, HIP compiled as ${PYFLAME_HIP_MODE}, targets ${PYFLAME_HIP_ARCHITECTURES}")
 elseif(NOT PYFLAME_GPU_BACKEND STREQUAL "OFF")
   message(FATAL_ERROR "PYFLAME_GPU must be AUTO, OFF, ROCM or CUDA")
 endif()
@@ -50,7 +94,14 @@ function(pyflame_add_gpu_backend target)
     target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-O3 --expt-relaxed-constexpr -Xcompiler=-fPIC>)
     target_link_libraries(${target} PUBLIC CUDA::cudart CUDA::cublas ${PYFLAME_CUDNN})
   else()
-    set_source_files_properties(${hip_sources} ${host_sources} PROPERTIES LANGUAGE HIP)
-    target_link_libraries(${target} PUBLIC hip::host hip::device roc::rocblas MIOpen)
+    if(PYFLAME_HIP_MODE STREQUAL "HIP")
+      set_source_files_properties(${hip_sources} ${host_sources} PROPERTIES LANGUAGE HIP)
+    else()
+      set_source_files_properties(${hip_sources} ${host_sources} PROPERTIES LANGUAGE CXX
+                                  COMPILE_OPTIONS "${PYFLAME_HIP_CXX_FLAGS}")
+    endif()
+    # hip::host, not hip::device: the latter would compile every C++ source of the
+    # consumers as HIP.
+    target_link_libraries(${target} PUBLIC hip::host roc::rocblas MIOpen)
   endif()
 endfunction()

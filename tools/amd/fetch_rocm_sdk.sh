@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Fetch the ROCm 6.4 headers + device bitcode needed for the AMD compile check, without a GPU and
+# Fetch the ROCm 6.4 SDK needed for the AMD compile check and the ROCm link check, without a GPU and
 # without installing ROCm: .debs from Debian sid/trixie are downloaded with a private apt state and
-# unpacked with `dpkg -x` into $PYFLAME_AMD_SDK (default build/amd-sdk). Only the compiler (clang-19,
-# lld-19, clang-tools-19) is installed, from the system's own bookworm sources.
+# unpacked with `dpkg -x` into $PYFLAME_AMD_SDK (default build/amd-sdk): headers, CMake package files,
+# device bitcode, and the shared libraries of the HIP runtime, rocBLAS and MIOpen (only their .so
+# files: rocBLAS's 4 GB of kernels and MIOpen's databases are left out; the link check needs none).
+# Only the compiler (clang-19, lld-19, clang-tools-19, libomp-19-dev) is installed, from the
+# system's own bookworm sources.
 #
 # Env: PYFLAME_AMD_SDK       unpack dir (default <repo>/build/amd-sdk)
 #      PYFLAME_DEBIAN_MIRROR mirror for sid/trixie (default http://deb.debian.org/debian; a
@@ -17,23 +20,28 @@ mirror=${PYFLAME_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 
 # Headers (sid, ROCm 6.4) and device bitcode (trixie; sid's newer one targets a newer LLVM than 19).
-sid_pkgs=(libamdhip64-dev libhsa-runtime-dev librocblas-dev libmiopen-dev)
+sid_pkgs=(libamdhip64-dev libhsa-runtime-dev librocblas-dev libmiopen-dev libamd-comgr-dev)
 trixie_pkgs=(rocm-device-libs-17)
+# Runtime libraries (the -dev packages' .so links point into these), shared objects only.
+sid_lib_pkgs=(libamdhip64-6 libhiprtc6 libhiprtc-builtins6 libhsa-runtime64-1 libamd-comgr3 librocblas4
+              libmiopen1 libroctx64-4)
 stamp=$sdk/.fetched
 
 SUDO=; [[ $(id -u) == 0 ]] || SUDO=sudo
 
 # 1. System toolchain from bookworm itself: clang-19, lld-19 (links device code objects) and
-#    clang-tools-19 (clang-offload-bundler: `clang -x hip -c` cannot emit a fat object without it).
+#    clang-tools-19 (clang-offload-bundler: `clang -x hip -c` cannot emit a fat object without it);
+#    libomp-19-dev and libclang-rt-19-dev for the CMake ROCm build, which compiles with clang-19.
 llvm=/usr/lib/llvm-19/bin
-if [[ ! -x $llvm/clang++ || ! -x $llvm/ld.lld || ! -x $llvm/clang-offload-bundler || ! -f $keyring ]]; then
-  echo "[fetch] installing clang-19 lld-19 clang-tools-19 (apt)"
+if [[ ! -x $llvm/clang++ || ! -x $llvm/ld.lld || ! -x $llvm/clang-offload-bundler || ! -f $keyring ]] ||
+   ! dpkg -s libomp-19-dev libclang-rt-19-dev >/dev/null 2>&1; then
+  echo "[fetch] installing clang-19 lld-19 clang-tools-19 libomp-19-dev libclang-rt-19-dev (apt)"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
-    clang-19 lld-19 clang-tools-19 debian-archive-keyring >/dev/null
+    clang-19 lld-19 clang-tools-19 libomp-19-dev libclang-rt-19-dev debian-archive-keyring >/dev/null
 fi
 
-want="${sid_pkgs[*]} | ${trixie_pkgs[*]} | $mirror"
+want="${sid_pkgs[*]} | ${trixie_pkgs[*]} | ${sid_lib_pkgs[*]} (libs) | $mirror"
 if [[ ${PYFLAME_AMD_SDK_FORCE:-0} != 1 && -f $stamp && $(head -1 "$stamp") == "$want" ]]; then
   echo "[fetch] ROCm SDK already in $sdk"; exit 0
 fi
@@ -59,6 +67,8 @@ apt-get "${apt_opts[@]}" --error-on=any update  # fail here, not later, when a s
 cd "$apt_dir/debs"
 # Pin each package to its suite explicitly: pkg/suite.
 apt-get "${apt_opts[@]}" download "${sid_pkgs[@]/%//sid}" "${trixie_pkgs[@]/%//trixie}"
+mkdir -p "$apt_dir/libdebs"
+(cd "$apt_dir/libdebs" && rm -f ./*.deb && apt-get "${apt_opts[@]}" download "${sid_lib_pkgs[@]/%//sid}")
 
 # 3. Unpack (no maintainer scripts run, nothing registered with dpkg).
 rm -rf "$sdk/usr"
@@ -66,9 +76,17 @@ for deb in *.deb; do
   echo "[fetch] unpack $deb"
   dpkg -x "$deb" "$sdk"
 done
+for deb in "$apt_dir"/libdebs/*.deb; do
+  echo "[fetch] unpack the shared libraries of $(basename "$deb")"
+  dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$sdk" --wildcards './usr/lib/x86_64-linux-gnu/*.so*'
+done
+rm -rf "$apt_dir/libdebs"   # rocBLAS's package alone is 280 MB
+mkdir -p "$sdk/usr/bin"      # hip-config checks that its bin directory exists (hipcc: not needed)
 bc=$(ls -d "$sdk"/usr/lib/llvm-*/lib/clang/*/amdgcn/bitcode | head -1)
+lib=$sdk/usr/lib/x86_64-linux-gnu
 [[ -f $sdk/usr/include/hip/hip_runtime.h && -f $sdk/usr/include/rocblas/rocblas.h &&
-   -f $sdk/usr/include/miopen/miopen.h && -f $bc/ocml.bc ]] || { echo "[fetch] incomplete SDK" >&2; exit 1; }
+   -f $sdk/usr/include/miopen/miopen.h && -f $bc/ocml.bc && -e $lib/libamdhip64.so &&
+   -e $lib/librocblas.so && -e $lib/libMIOpen.so ]] || { echo "[fetch] incomplete SDK" >&2; exit 1; }
 # The compile check targets the ROCm 6.4 API; sid moves on. Pin with a snapshot mirror if needed.
 hip_major=$(sed -n 's/^HIP_VERSION_MAJOR=//p' "$sdk/usr/share/hip/version")
 [[ $hip_major == 6 ]] || echo "[fetch] WARNING: sid now has HIP $hip_major, not 6.x; for ROCm 6.4 set" \

@@ -38,6 +38,30 @@ void check_dtype(Dtype d) {
 }
 }  // namespace
 
+ROCmBLAS::ROCmBLAS() : own_(std::make_unique<DeviceContext>()) {
+  const int device = std::max(0, get_current_device());
+  DeviceContext& shared = shared_context(device);
+  DeviceGuard g(device);
+  own_->device = device;
+  own_->stream = shared.stream;
+  own_->multiprocessors = shared.multiprocessors;
+  own_->wave_size = shared.wave_size;
+  own_->blas = gpu::create_blas_handle(own_->stream);
+  ctx_ = own_.get();
+}
+
+ROCmBLAS::~ROCmBLAS() {
+  if (own_) gpu::destroy_blas_handle(own_->blas);
+}
+
+#if defined(__HIP_PLATFORM_AMD__)
+Trans ROCmBLAS::trans(rocblas_operation op) {
+  if (op == rocblas_operation_none) return Trans::N;
+  if (op == rocblas_operation_transpose) return Trans::T;
+  throw ValueError(errmsg("gemm", "real BLAS operations are none or transpose"));
+}
+#endif
+
 void ROCmBLAS::set_stream(hipStream_t stream) {
   std::lock_guard lk(ctx_->blas_mu);
 #if defined(__HIP_PLATFORM_AMD__)
@@ -45,6 +69,7 @@ void ROCmBLAS::set_stream(hipStream_t stream) {
 #else
   PF_BLAS_CHECK(cublasSetStream(ctx_->blas, stream));
 #endif
+  if (own_) own_->stream = stream;
 }
 
 void ROCmBLAS::gemm_ex(Dtype dtype, Trans ta, Trans tb, int M, int N, int K, float alpha, const void* A,

@@ -4,6 +4,7 @@
 // set_allow_tf32(true).
 #pragma once
 #include <cstdint>
+#include <memory>
 
 #include "backend/rocm/context.h"
 #include "pyflame/dtype.h"
@@ -14,7 +15,15 @@ enum class Trans { N, T };
 
 class ROCmBLAS {
  public:
+  // Uses `ctx`'s handle (the backend's own instances, get_blas()).
   explicit ROCmBLAS(DeviceContext& ctx) : ctx_(&ctx) {}
+  // The spec's form: a handle of its own on the current device (device 0
+  // before any is selected), bound to that device's compute stream until
+  // set_stream; for one thread at a time.
+  ROCmBLAS();
+  ~ROCmBLAS();
+  ROCmBLAS(const ROCmBLAS&) = delete;
+  ROCmBLAS& operator=(const ROCmBLAS&) = delete;
 
   // Rebinds the handle (and this object's work) to another stream.
   void set_stream(hipStream_t stream);
@@ -35,8 +44,29 @@ class ROCmBLAS {
                int lda, int64_t stride_a, const void* B, int ldb, int64_t stride_b, float beta,
                void* C, int ldc, int64_t stride_c, int batch_count);
 
+#if defined(__HIP_PLATFORM_AMD__)
+  // The spec's signatures, with rocBLAS's operation enum (none or transpose).
+  void gemm(rocblas_operation ta, rocblas_operation tb, int M, int N, int K, float alpha, const float* A,
+            int lda, const float* B, int ldb, float beta, float* C, int ldc) {
+    gemm(trans(ta), trans(tb), M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
+  void gemm_strided_batched(rocblas_operation ta, rocblas_operation tb, int M, int N, int K, float alpha,
+                            const float* A, int lda, int64_t stride_a, const float* B, int ldb,
+                            int64_t stride_b, float beta, float* C, int ldc, int64_t stride_c,
+                            int batch_count) {
+    gemm_strided_batched(trans(ta), trans(tb), M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C,
+                         ldc, stride_c, batch_count);
+  }
+  void geam(rocblas_operation ta, rocblas_operation tb, int M, int N, float alpha, const float* A, int lda,
+            float beta, const float* B, int ldb, float* C, int ldc) {
+    geam(trans(ta), trans(tb), M, N, alpha, A, lda, beta, B, ldb, C, ldc);
+  }
+  static Trans trans(rocblas_operation op);  // ValueError for conjugate transposes
+#endif
+
  private:
   DeviceContext* ctx_;
+  std::unique_ptr<DeviceContext> own_;  // the spec's form: its own handle
 };
 
 // The BLAS of a device (the current one when -1), bound to its compute stream.

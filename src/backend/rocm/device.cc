@@ -1,5 +1,6 @@
 // Device discovery and management (spec: pyflame::backend::rocm).
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 
 #include "backend/rocm/context.h"
@@ -29,6 +30,13 @@ int get_device_count() {
   // Counted once: a machine without a driver or GPU reports an error here,
   // which means zero devices (and must not linger as the last error).
   static const int count = [] {
+#if defined(PYFLAME_GPU_CUDA)
+    // HIP_VISIBLE_DEVICES selects GPUs on NVIDIA too (the HIP runtime reads it on AMD): it becomes
+    // CUDA_VISIBLE_DEVICES unless that is set, before the CUDA runtime first counts devices.
+    if (const char* hip = std::getenv("HIP_VISIBLE_DEVICES"); hip && !std::getenv("CUDA_VISIBLE_DEVICES")) {
+      setenv("CUDA_VISIBLE_DEVICES", hip, 0);
+    }
+#endif
     int n = 0;
     if (hipGetDeviceCount(&n) != hipSuccess) {
       (void)hipGetLastError();

@@ -49,6 +49,12 @@ DnnHandle& handle_for(DeviceContext& ctx) {
   return *slot;
 }
 
+}  // namespace
+
+gpu::dnn_handle_t handle(DeviceContext& ctx) { return handle_for(ctx).h; }
+
+namespace {
+
 const std::string& arch_of(int device) {
   static std::mutex mu;
   static auto* archs = new std::map<int, std::string>;

@@ -41,6 +41,9 @@ void conv_backward_data(DeviceContext& ctx, const ConvProblem& p, void* x, const
 // cotangent y.
 void conv_backward_weights(DeviceContext& ctx, const ConvProblem& p, const void* x, void* w, const void* y);
 
+// The library handle bound to ctx's stream (created on first use).
+gpu::dnn_handle_t handle(DeviceContext& ctx);
+
 enum class PoolMode { Max, AvgIncludePad, AvgExcludePad };
 
 // Pooling when the library expresses it exactly (no dilation, output size
