@@ -32,6 +32,20 @@ nb::object item(const Tensor& t) {
   }
 }
 
+// An integer index; one beyond int64 is out of bounds, not a cast failure.
+int64_t index_value(nb::handle h, const Tensor& x, int axis) {
+  nb::int_ i(h);
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (v == -1 && PyErr_Occurred()) throw nb::python_error();
+  if (overflow) {
+    throw IndexError(errmsg("getitem", "index " + nb::cast<std::string>(nb::str(i)) +
+                                           " is out of bounds for axis " + std::to_string(axis) +
+                                           " with size " + std::to_string(x.shape()[axis])));
+  }
+  return v;
+}
+
 // Basic indexing: ints, slices, None and one Ellipsis, as in NumPy.
 Tensor getitem(const Tensor& x, nb::handle key) {
   std::vector<nb::handle> items;
@@ -41,9 +55,11 @@ Tensor getitem(const Tensor& x, nb::handle key) {
     items.push_back(key);
   }
   int consumed = 0, ellipses = 0;
+  // None and bool scalars add an axis; neither consumes one.
+  auto adds_axis = [](nb::handle h) { return h.is_none() || PyBool_Check(h.ptr()); };
   for (auto h : items) {
     if (h.is(Py_Ellipsis)) ++ellipses;
-    else if (!h.is_none()) ++consumed;
+    else if (!adds_axis(h)) ++consumed;
   }
   if (ellipses > 1) throw IndexError(errmsg("getitem", "an index can only have one ellipsis"));
   if (consumed > x.ndim()) {
@@ -57,6 +73,15 @@ Tensor getitem(const Tensor& x, nb::handle key) {
       axis += x.ndim() - consumed;
     } else if (h.is_none()) {
       out = unsqueeze(out, axis++);
+    } else if (PyBool_Check(h.ptr())) {
+      // As in NumPy: x[True] adds an axis of size 1, x[False] one of size 0.
+      out = unsqueeze(out, axis);
+      if (h.is(Py_False)) {
+        std::vector<int64_t> b(out.ndim(), 0), e(out.shape()), s(out.ndim(), 1);
+        e[axis] = 0;
+        out = slice(out, b, e, s);
+      }
+      ++axis;
     } else if (PySlice_Check(h.ptr())) {
       Py_ssize_t start, stop, step;
       if (PySlice_Unpack(h.ptr(), &start, &stop, &step) < 0) throw nb::python_error();
@@ -67,7 +92,7 @@ Tensor getitem(const Tensor& x, nb::handle key) {
       out = slice(out, b, e, s);
       ++axis;
     } else if (PyLong_Check(h.ptr()) || PyIndex_Check(h.ptr())) {
-      out = select(out, axis, nb::cast<int64_t>(nb::int_(h)));
+      out = select(out, axis, index_value(h, out, axis));
     } else {
       throw IndexError(errmsg("getitem", "only integers, slices, None and ... are valid "
                                          "indices, got " + nb::cast<std::string>(nb::repr(h.type()))));
