@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <iomanip>
 #include <sstream>
 
 namespace pyflame {
@@ -77,7 +78,7 @@ void check_value_fits(double v, Dtype t, const char* fn) {
   const bool ok = t == Dtype::Int32 ? v > -0x1p31 - 1 && v < 0x1p31 : v >= -0x1p63 && v < 0x1p63;
   if (!ok) {
     std::ostringstream os;
-    os << "value " << v << " cannot be converted to " << dtype_name(t) << " without overflow";
+    os << std::setprecision(17) << "value " << v << " cannot be converted to " << dtype_name(t) << " without overflow";
     throw ValueError(errmsg(fn, os.str()));
   }
 }

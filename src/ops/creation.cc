@@ -1,7 +1,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <iomanip>
 #include <mutex>
+#include <sstream>
 
 #include "core/random_bits.h"
 #include "ops/op_utils.h"
@@ -33,8 +35,10 @@ Tensor arange(double start, double stop, double step, Dtype dtype, OptDevice dev
   // step too small for the range is an error, not an empty or wrapped result.
   const double count = std::ceil((stop - start) / step);
   if (!(count < 0x1p63)) {
-    throw ValueError(errmsg("arange", "the range (" + std::to_string(start) + ", " + std::to_string(stop) +
-                                          ") with step " + std::to_string(step) + " has too many elements"));
+    std::ostringstream os;
+    os << std::setprecision(17) << "the range [" << start << ", " << stop << ") with step " << step
+       << " has too many elements";
+    throw ValueError(errmsg("arange", os.str()));
   }
   const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
   if (n > 0) {
