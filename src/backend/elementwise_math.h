@@ -29,7 +29,7 @@ PF_HD inline T pf_min(T a, T b) {
 
 // Wraps on overflow as NumPy and PyTorch do (unsigned arithmetic: a signed
 // overflow would be undefined). Negative exponents are rejected before the
-// kernels run (CPU); a GPU kernel reached by one gives 1/base truncated.
+// kernels run (both backends check); the e < 0 branch only keeps this total.
 template <typename T>
 PF_HD inline T int_pow(T base, T e) {
   if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
