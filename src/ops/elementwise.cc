@@ -108,6 +108,8 @@ Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi
   // where(), not maximum/minimum: those split the gradient at a tie, while
   // clamp's gradient is 1 wherever min <= x <= max (as in PyTorch). NaN
   // passes through; with min > max every element becomes max.
+  if (lo) check_value_fits(*lo, t, "clamp");
+  if (hi) check_value_fits(*hi, t, "clamp");
   Tensor y = astype(x, t);
   if (lo) {
     Tensor b = scalar(*lo, t, x.device());

@@ -182,6 +182,13 @@ def test_scalar_operand_out_of_int32_range_raises(device):
     _raises(ValueError, "full", lambda: (x + 2**40).numpy(), device)
 
 
+def test_clamp_bound_out_of_int32_range_raises(device):
+    torch, _ = torch_or_skip()
+    with pytest.raises(RuntimeError):
+        torch.clamp(torch.tensor([1], dtype=torch.int32), max=2**40)
+    _raises(ValueError, "clamp", lambda: pf.clamp(pf.tensor([1], dtype=pf.int32), max=2**40), device)
+
+
 def test_pad_value_out_of_range_raises(device):
     _raises(ValueError, "pad", lambda: pf.pad(pf.ones(2, dtype=pf.int32), (1, 1), value=1e20), device)
 
