@@ -463,3 +463,14 @@ def test_randint_over_the_full_int64_range(device):
     r = pf.randint(lo, hi, (1000,)).numpy()
     assert r.dtype == np.int64 and r.min() >= lo and r.max() < hi
     assert (r < 0).any() and (r > 0).any()  # both halves of the range are drawn
+
+
+def test_gpu_kernels_index_past_2_31_elements(gpu_device):
+    # 64-bit indexing in the GPU kernels: outputs and reductions of more than
+    # 2**31 elements (about 2 GiB of bool each).
+    n = 2**31 + 5
+    b = pf.broadcast_to(pf.ones(1, dtype=pf.bool_), (n,))
+    assert (b == b).sum().item() == n  # elementwise output, then a reduction
+    t = pf.ones(n, dtype=pf.bool_)
+    assert t[2**31 + 2:].sum().item() == 3
+    assert pf.astype(t[n - 4:], pf.int32).numpy().tolist() == [1, 1, 1, 1]
