@@ -83,6 +83,10 @@ def test_unsatisfiable_allocation_is_out_of_memory(device):
         pf.zeros(2**60).sum().item()
     assert isinstance(info.value, RuntimeError)
     assert "std::" not in str(info.value)
+    b = pf.broadcast_to(pf.ones(1, dtype=pf.bool_), (BIG,))  # a view: no memory until copied
+    for copy in (lambda: b.numpy(), lambda: b.contiguous().eval()):
+        with pytest.raises(pf.OutOfMemoryError, match=r"^\[allocate\] out of "):
+            copy()
     _usable(device)
 
 
