@@ -32,6 +32,15 @@ nb::object item(const Tensor& t) {
   }
 }
 
+// True, False and NumPy's bool scalars: NumPy reads them as a new axis of
+// size 1 or 0, not as the integers 1 and 0.
+bool is_bool_scalar(nb::handle h) {
+  if (PyBool_Check(h.ptr())) return true;
+  // A reference kept for the process (never released at interpreter exit).
+  static PyObject* np_bool = nb::object(nb::module_::import_("numpy").attr("bool_")).release().ptr();
+  return PyObject_IsInstance(h.ptr(), np_bool) == 1;
+}
+
 // An integer index; one beyond int64 is out of bounds, not a cast failure.
 int64_t index_value(nb::handle h, const Tensor& x, int axis) {
   nb::int_ i(h);
@@ -56,7 +65,7 @@ Tensor getitem(const Tensor& x, nb::handle key) {
   }
   int consumed = 0, ellipses = 0;
   // None and bool scalars add an axis; neither consumes one.
-  auto adds_axis = [](nb::handle h) { return h.is_none() || PyBool_Check(h.ptr()); };
+  auto adds_axis = [](nb::handle h) { return h.is_none() || is_bool_scalar(h); };
   for (auto h : items) {
     if (h.is(Py_Ellipsis)) ++ellipses;
     else if (!adds_axis(h)) ++consumed;
@@ -73,10 +82,10 @@ Tensor getitem(const Tensor& x, nb::handle key) {
       axis += x.ndim() - consumed;
     } else if (h.is_none()) {
       out = unsqueeze(out, axis++);
-    } else if (PyBool_Check(h.ptr())) {
+    } else if (is_bool_scalar(h)) {
       // As in NumPy: x[True] adds an axis of size 1, x[False] one of size 0.
       out = unsqueeze(out, axis);
-      if (h.is(Py_False)) {
+      if (!PyObject_IsTrue(h.ptr())) {
         std::vector<int64_t> b(out.ndim(), 0), e(out.shape()), s(out.ndim(), 1);
         e[axis] = 0;
         out = slice(out, b, e, s);

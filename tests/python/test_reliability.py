@@ -111,6 +111,12 @@ def test_bool_scalar_index_adds_an_axis(device, key):
     assert_close(got, expected, "int64")
 
 
+def test_numpy_bool_scalar_index(device):
+    a = np.arange(6).reshape(2, 3)
+    for key in (np.True_, np.False_, (np.True_, 1)):
+        assert_close(make_tensor(a, "int64", device)[key], a[key], "int64")
+
+
 def test_bool_scalar_index_of_a_0d_tensor(device):
     a = np.array(5)
     assert_close(make_tensor(a, "int64", device)[True], a[True], "int64")
