@@ -1,13 +1,31 @@
 #include "common.h"
 #include "pyflame/errors.h"
 
+#include <new>
+#include <stdexcept>
+
 NB_MODULE(_core, m) {
   m.doc() = "PyFlame core: lazy tensors, ops and devices";
   // Tensors still referenced when the interpreter exits (by tracebacks, test
   // runners, module globals) are reclaimed by the OS; no per-object report.
   nb::set_leak_warnings(false);
   // Subclass of RuntimeError, as the spec's users catch RuntimeError.
-  nb::exception<pyflame::OutOfMemoryError>(m, "OutOfMemoryError", PyExc_RuntimeError);
+  static nb::exception<pyflame::OutOfMemoryError> oom(m, "OutOfMemoryError", PyExc_RuntimeError);
+  // C++ library failures never reach Python under their C++ names: a failed
+  // host allocation (std::bad_alloc, or a container asked for more than it
+  // can hold) is pf.OutOfMemoryError; a failed argument conversion inside a
+  // binding is a TypeError.
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const std::bad_alloc&) {
+      PyErr_SetString(oom.ptr(), "[allocate] out of host memory");
+    } catch (const std::length_error&) {
+      PyErr_SetString(oom.ptr(), "[allocate] out of host memory: the requested size is too large");
+    } catch (const nb::cast_error&) {
+      PyErr_SetString(PyExc_TypeError, "[pyflame] an argument has an unsupported type or a value out of range");
+    }
+  });
   pyflame::py::init_tensor(m);
   pyflame::py::init_autograd(m);
   pyflame::py::init_dlpack(m);

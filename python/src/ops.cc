@@ -3,6 +3,7 @@
 #include <nanobind/stl/tuple.h>
 
 #include "common.h"
+#include "pyflame/checked.h"
 #include "pyflame/errors.h"
 
 namespace pyflame::py {
@@ -48,7 +49,10 @@ void init_ops(nb::module_& m) {
   // ---- creation (shape already a list of ints) ----
   // `fn` names the Python function in errors (zeros, ones, full, ...).
   m.def("full", [](const Shape& s, double v, nb::handle dt, nb::handle dev, const std::string& fn) {
-    return full(s, v, dtype_or(dt, Dtype::Float32, fn.c_str()), to_opt_device(dev, fn.c_str()));
+    Dtype t = dtype_or(dt, Dtype::Float32, fn.c_str());
+    checked_nbytes(s, itemsize(t), fn.c_str());  // errors under the caller's name
+    check_value_fits(v, t, fn.c_str());
+    return full(s, v, t, to_opt_device(dev, fn.c_str()));
   }, nb::arg("shape"), nb::arg("value"), nb::arg("dtype") = none, nb::arg("device") = none,
      nb::arg("fn") = "full");
   m.def("_dtype", [](nb::handle d, const std::string& fn) { return to_dtype(d, fn.c_str()); },
@@ -57,7 +61,8 @@ void init_ops(nb::module_& m) {
     return arange(start, stop, step, dtype_or(dt, Dtype::Float32, "arange"), to_opt_device(dev, "arange"));
   }, nb::arg("start"), nb::arg("stop"), nb::arg("step"), nb::arg("dtype") = none, nb::arg("device") = none);
   m.def("eye", [](int64_t n, std::optional<int64_t> mm, int64_t k, nb::handle dt, nb::handle dev) {
-    return eye(n, mm.value_or(-1), k, dtype_or(dt, Dtype::Float32, "eye"), to_opt_device(dev, "eye"));
+    if (mm && *mm < 0) throw ValueError(errmsg("eye", "m must be non-negative, got " + std::to_string(*mm)));
+    return eye(n, mm.value_or(n), k, dtype_or(dt, Dtype::Float32, "eye"), to_opt_device(dev, "eye"));
   }, nb::arg("n"), nb::arg("m") = none, nb::arg("k") = 0, nb::arg("dtype") = none, nb::arg("device") = none);
   m.def("manual_seed", &manual_seed, nb::arg("seed"));
   m.def("get_rng_state", []() {

@@ -32,6 +32,29 @@ nb::object item(const Tensor& t) {
   }
 }
 
+// True, False and NumPy's bool scalars: NumPy reads them as a new axis of
+// size 1 or 0, not as the integers 1 and 0.
+bool is_bool_scalar(nb::handle h) {
+  if (PyBool_Check(h.ptr())) return true;
+  // A reference kept for the process (never released at interpreter exit).
+  static PyObject* np_bool = nb::object(nb::module_::import_("numpy").attr("bool_")).release().ptr();
+  return PyObject_IsInstance(h.ptr(), np_bool) == 1;
+}
+
+// An integer index; one beyond int64 is out of bounds, not a cast failure.
+int64_t index_value(nb::handle h, const Tensor& x, int axis) {
+  nb::int_ i(h);
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (v == -1 && PyErr_Occurred()) throw nb::python_error();
+  if (overflow) {
+    throw IndexError(errmsg("getitem", "index " + nb::cast<std::string>(nb::str(i)) +
+                                           " is out of bounds for axis " + std::to_string(axis) +
+                                           " with size " + std::to_string(x.shape()[axis])));
+  }
+  return v;
+}
+
 // Basic indexing: ints, slices, None and one Ellipsis, as in NumPy.
 Tensor getitem(const Tensor& x, nb::handle key) {
   std::vector<nb::handle> items;
@@ -41,9 +64,11 @@ Tensor getitem(const Tensor& x, nb::handle key) {
     items.push_back(key);
   }
   int consumed = 0, ellipses = 0;
+  // None and bool scalars add an axis; neither consumes one.
+  auto adds_axis = [](nb::handle h) { return h.is_none() || is_bool_scalar(h); };
   for (auto h : items) {
     if (h.is(Py_Ellipsis)) ++ellipses;
-    else if (!h.is_none()) ++consumed;
+    else if (!adds_axis(h)) ++consumed;
   }
   if (ellipses > 1) throw IndexError(errmsg("getitem", "an index can only have one ellipsis"));
   if (consumed > x.ndim()) {
@@ -57,6 +82,15 @@ Tensor getitem(const Tensor& x, nb::handle key) {
       axis += x.ndim() - consumed;
     } else if (h.is_none()) {
       out = unsqueeze(out, axis++);
+    } else if (is_bool_scalar(h)) {
+      // As in NumPy: x[True] adds an axis of size 1, x[False] one of size 0.
+      out = unsqueeze(out, axis);
+      if (!PyObject_IsTrue(h.ptr())) {
+        std::vector<int64_t> b(out.ndim(), 0), e(out.shape()), s(out.ndim(), 1);
+        e[axis] = 0;
+        out = slice(out, b, e, s);
+      }
+      ++axis;
     } else if (PySlice_Check(h.ptr())) {
       Py_ssize_t start, stop, step;
       if (PySlice_Unpack(h.ptr(), &start, &stop, &step) < 0) throw nb::python_error();
@@ -67,7 +101,7 @@ Tensor getitem(const Tensor& x, nb::handle key) {
       out = slice(out, b, e, s);
       ++axis;
     } else if (PyLong_Check(h.ptr()) || PyIndex_Check(h.ptr())) {
-      out = select(out, axis, nb::cast<int64_t>(nb::int_(h)));
+      out = select(out, axis, index_value(h, out, axis));
     } else {
       throw IndexError(errmsg("getitem", "only integers, slices, None and ... are valid "
                                          "indices, got " + nb::cast<std::string>(nb::repr(h.type()))));

@@ -27,22 +27,33 @@ PF_HD inline T pf_min(T a, T b) {
   return a < b ? a : b;
 }
 
+// Wraps on overflow as NumPy and PyTorch do (unsigned arithmetic: a signed
+// overflow would be undefined). Negative exponents are rejected before the
+// kernels run (both backends check); the e < 0 branch only keeps this total.
 template <typename T>
 PF_HD inline T int_pow(T base, T e) {
   if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
-  T r = 1;
+  using U = std::make_unsigned_t<T>;
+  U r = 1, b = static_cast<U>(base);
   while (e) {
-    if (e & 1) r *= base;
-    base *= base;
+    if (e & 1) r *= b;
+    b *= b;
     e >>= 1;
   }
-  return r;
+  return static_cast<T>(r);
 }
+
+// Integer +, -, * wrap (two's complement, as NumPy and PyTorch): computed
+// unsigned, since a signed overflow is undefined behaviour in C++.
+template <typename T>
+constexpr bool is_signed_int_v = std::is_integral_v<T> && std::is_signed_v<T>;
+template <typename T>
+using wrap_t = std::conditional_t<is_signed_int_v<T>, std::make_unsigned_t<std::conditional_t<is_signed_int_v<T>, T, int>>, T>;
 
 template <UnaryOp Op, typename T>
 PF_HD inline T unary_apply(T x) {
-  if constexpr (Op == UnaryOp::Neg) return -x;
-  else if constexpr (Op == UnaryOp::Abs) return x < T(0) ? -x : x;
+  if constexpr (Op == UnaryOp::Neg) return T(-wrap_t<T>(x));  // -INT_MIN wraps to itself
+  else if constexpr (Op == UnaryOp::Abs) return x < T(0) ? T(-wrap_t<T>(x)) : x;
   else if constexpr (Op == UnaryOp::Relu) return x < T(0) ? T(0) : x;  // keeps NaN
   else if constexpr (Op == UnaryOp::Sqrt) return sqrtf(x);
   else if constexpr (Op == UnaryOp::Exp) return expf(x);
@@ -66,9 +77,10 @@ constexpr bool unary_takes_ints = Op == UnaryOp::Neg || Op == UnaryOp::Abs || Op
 
 template <BinaryOp Op, typename T>
 PF_HD inline auto binary_apply(T a, T b) {
-  if constexpr (Op == BinaryOp::Add) return T(a + b);
-  else if constexpr (Op == BinaryOp::Sub) return T(a - b);
-  else if constexpr (Op == BinaryOp::Mul) return T(a * b);
+  using W = wrap_t<T>;
+  if constexpr (Op == BinaryOp::Add) return T(W(a) + W(b));
+  else if constexpr (Op == BinaryOp::Sub) return T(W(a) - W(b));
+  else if constexpr (Op == BinaryOp::Mul) return T(W(a) * W(b));
   else if constexpr (Op == BinaryOp::Div) return T(a / b);
   else if constexpr (Op == BinaryOp::Pow) {
     if constexpr (std::is_floating_point_v<T>) return T(powf(a, b));

@@ -10,6 +10,7 @@
 #include "backend/cpu/copy.h"
 #include "ir/primitive.h"
 #include "pyflame/autograd.h"
+#include "pyflame/checked.h"
 #include "pyflame/ops.h"
 #include "runtime/allocator.h"
 
@@ -50,18 +51,14 @@ Node::~Node() {
   }  // each popped node dies here with no inputs left
 }
 
-int64_t shape_size(const Shape& s) {
-  int64_t n = 1;
-  for (auto d : s) n *= d;
-  return n;
-}
+int64_t shape_size(const Shape& s) { return checked_shape_size(s, "shape"); }
 
 Strides row_major_strides(const Shape& s) {
   Strides st(s.size());
   int64_t acc = 1;
   for (int i = static_cast<int>(s.size()) - 1; i >= 0; --i) {
     st[i] = acc;
-    acc *= std::max<int64_t>(s[i], 1);
+    acc = checked_mul(acc, std::max<int64_t>(s[i], 1), "strides");
   }
   return st;
 }
@@ -77,6 +74,9 @@ std::string shape_str(const Shape& s) {
 
 Tensor Tensor::make(Shape shape, Dtype dtype, Device device, std::shared_ptr<Primitive> prim,
                     std::vector<Tensor> inputs) {
+  // Every op output passes here: its byte count must fit before anything
+  // (strides, the allocation, kernels' loops) is derived from the shape.
+  checked_nbytes(shape, pyflame::itemsize(dtype), prim ? prim->name() : "tensor");
   auto n = std::make_shared<Node>();
   n->strides = row_major_strides(shape);
   n->shape = std::move(shape);
@@ -90,6 +90,13 @@ Tensor Tensor::make(Shape shape, Dtype dtype, Device device, std::shared_ptr<Pri
 
 Tensor Tensor::make_view(Shape shape, Strides strides, int64_t offset,
                          std::shared_ptr<Primitive> prim, const Tensor& base) {
+  // A view may repeat elements (stride 0) but its size, byte count and the
+  // offsets it reaches must still fit 64 bits.
+  const char* fn = prim ? prim->name() : "view";
+  checked_nbytes(shape, base.itemsize(), fn);
+  const OffsetRange r = checked_offset_range(shape, strides, offset, fn);
+  checked_mul(r.lo, static_cast<int64_t>(base.itemsize()), fn, "offset");
+  checked_mul(r.hi, static_cast<int64_t>(base.itemsize()), fn, "offset");
   auto n = std::make_shared<Node>();
   n->shape = std::move(shape);
   n->strides = std::move(strides);
@@ -106,12 +113,12 @@ Tensor Tensor::make_view(Shape shape, Strides strides, int64_t offset,
 }
 
 Tensor Tensor::from_host(const void* data, Shape shape, Dtype dtype) {
+  const size_t bytes = checked_nbytes(shape, pyflame::itemsize(dtype), "tensor");
   auto n = std::make_shared<Node>();
   n->strides = row_major_strides(shape);
   n->shape = std::move(shape);
   n->dtype = dtype;
   n->device = Device::cpu();
-  size_t bytes = shape_size(n->shape) * pyflame::itemsize(dtype);
   n->buffer = allocate(Device::cpu(), bytes);
   if (bytes) std::memcpy(n->buffer->ptr, data, bytes);
   return Tensor(std::move(n));

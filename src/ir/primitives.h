@@ -39,6 +39,10 @@ class Full : public Primitive {
   explicit Full(double v) : value(v) {}
   const char* name() const override { return "full"; }
   PF_EVAL_DECLS
+  // Full ignores its inputs when it has any: an op whose result is a
+  // constant (a reduction over zero elements) keeps its input here so the
+  // input stays in the autograd graph, with a zero gradient.
+  PF_VJP_DECL
   double value;
 };
 

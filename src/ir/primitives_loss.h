@@ -14,7 +14,8 @@
 #define PF_LOSS_PRIMITIVES(X) \
   X(CrossEntropy)             \
   X(NllLoss)                  \
-  X(TargetWeight)
+  X(TargetWeight)             \
+  X(CheckRange)
 
 namespace pyflame {
 
@@ -65,6 +66,19 @@ class TargetWeight : public Primitive {
   int64_t classes;
   int64_t ignore_index;
   bool has_weight;
+};
+
+// A copy of a row-major float32 tensor that raises ValueError (message
+// `message`) when an element lies outside [lo, hi] or is NaN: the data check
+// of bce_loss's probabilities, as PyTorch makes it. Its gradient is the identity.
+class CheckRange : public Primitive {
+ public:
+  CheckRange(float lo_, float hi_, std::string msg) : lo(lo_), hi(hi_), message(std::move(msg)) {}
+  const char* name() const override { return "check_range"; }
+  PF_EVAL_DECLS
+  PF_VJP_DECL
+  float lo, hi;
+  std::string message;
 };
 
 }  // namespace pyflame

@@ -146,7 +146,7 @@ Tensor conv_impl(const Tensor& x_in, const Tensor& w, const std::optional<Tensor
   if (mode == ConvPadding::Same) {
     for (int d = 0; d < nsp; ++d) {
       if (stride[d] != 1) throw ValueError(errmsg(f, "padding='same' is not supported for strided convolutions"));
-      const int64_t total = dilation[d] * (w.shape(2 + d) - 1), lo = total / 2, hi = total - lo;
+      const int64_t total = checked_mul(dilation[d], w.shape(2 + d) - 1, f), lo = total / 2, hi = total - lo;
       padding[d] = hi;
       drop_first[d] = lo != hi;
     }
@@ -156,7 +156,9 @@ Tensor conv_impl(const Tensor& x_in, const Tensor& w, const std::optional<Tensor
   for (int d = 0; d < nsp; ++d) {
     const int64_t in = x.shape(2 + d), k = w.shape(2 + d);
     if (!transposed) {
-      const int64_t eff = dilation[d] * (k - 1) + 1, padded = in + 2 * padding[d];
+      // Checked: huge stride/padding/dilation arguments must not wrap around.
+      const int64_t eff = checked_add(checked_mul(dilation[d], k - 1, f), 1, f);
+      const int64_t padded = checked_add(in, checked_mul(2, padding[d], f), f);
       if (eff > padded) {
         throw ValueError(errmsg(f, "kernel size " + std::to_string(eff) +
                                        (dilation[d] > 1 ? " (dilated)" : "") + " along spatial axis " +
@@ -171,7 +173,9 @@ Tensor conv_impl(const Tensor& x_in, const Tensor& w, const std::optional<Tensor
                                    "output_padding=" + list_str(out_pad) + ", stride=" + list_str(stride) +
                                    ", dilation=" + list_str(dilation)));
       }
-      const int64_t o = (in - 1) * stride[d] - 2 * padding[d] + dilation[d] * (k - 1) + out_pad[d] + 1;
+      const int64_t o = checked_add(
+          checked_add(checked_mul(in - 1, stride[d], f), checked_mul(-2, padding[d], f), f),
+          checked_add(checked_mul(dilation[d], k - 1, f), checked_add(out_pad[d], 1, f), f), f);
       if (o <= 0 || in <= 0) {
         throw ValueError(errmsg(f, "the output size along spatial axis " + std::to_string(d) + " would be " +
                                        std::to_string(o) + " (input shape " + shape_str(x_in.shape()) +
@@ -200,8 +204,9 @@ Tensor conv_impl(const Tensor& x_in, const Tensor& w, const std::optional<Tensor
 
 // PyTorch's pooling output size (floor or ceil, the last window starting
 // inside the input or its left padding).
-int64_t pool_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
-  int64_t num = in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
+int64_t pool_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode, const char* f) {
+  int64_t num = checked_add(checked_add(in, checked_mul(2, p, f), f),
+                            checked_add(-checked_mul(d, k - 1, f), ceil_mode ? s - 2 : -1, f), f);
   int64_t q = num >= 0 ? num / s : -((-num + s - 1) / s);  // floor division
   int64_t out = q + 1;
   if (ceil_mode && (out - 1) * s >= in + p) --out;
@@ -225,17 +230,17 @@ Tensor pool_impl(PoolKind kind, const Tensor& x_in, int nsp, const IntList& kern
   check_all(dilation, 1, fn, "dilation");
   Shape out_shape{x.shape(0), x.shape(1)};
   for (int d = 0; d < nsp; ++d) {
-    const int64_t in = x.shape(2 + d), eff = dilation[d] * (kernel[d] - 1) + 1;
+    const int64_t in = x.shape(2 + d), eff = checked_add(checked_mul(dilation[d], kernel[d] - 1, f), 1, f);
     if (in <= 0) {
       throw ValueError(errmsg(f, "spatial axes must be non-empty, got input shape " + shape_str(x_in.shape())));
     }
-    if (padding[d] * 2 > eff) {
+    if (padding[d] > eff / 2) {  // padding * 2 > eff, without overflow
       throw ValueError(errmsg(f, "padding should be at most half of the " +
                                      std::string(kind == PoolKind::Max ? "effective " : "") + "kernel size, got padding=" +
                                      list_str(padding) + ", kernel_size=" + list_str(kernel) +
                                      (kind == PoolKind::Max ? ", dilation=" + list_str(dilation) : "")));
     }
-    const int64_t o = pool_out_size(in, kernel[d], stride[d], padding[d], dilation[d], ceil_mode);
+    const int64_t o = pool_out_size(in, kernel[d], stride[d], padding[d], dilation[d], ceil_mode, f);
     if (o < 1) {
       throw ValueError(errmsg(f, "kernel size " + std::to_string(eff) + " along spatial axis " + std::to_string(d) +
                                      " is larger than the padded input size " +

@@ -1,7 +1,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <iomanip>
 #include <mutex>
+#include <sstream>
 
 #include "core/random_bits.h"
 #include "ops/op_utils.h"
@@ -10,6 +12,7 @@ namespace pyflame {
 
 Tensor full(const Shape& shape, double value, Dtype dtype, OptDevice device) {
   check_shape(shape, "full");
+  check_value_fits(value, dtype, "full");
   return Tensor::make(shape, dtype, resolve_device(device), std::make_shared<Full>(value), {});
 }
 
@@ -28,12 +31,25 @@ Tensor arange(double start, double stop, double step, Dtype dtype, OptDevice dev
     throw ValueError(errmsg("arange", "start, stop and step must be finite and step non-zero"));
   }
   if (dtype == Dtype::Bool) throw ValueError(errmsg("arange", "bool is not a supported dtype"));
-  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((stop - start) / step)));
+  // The count as NumPy computes it, checked before it becomes an integer: a
+  // step too small for the range is an error, not an empty or wrapped result.
+  const double count = std::ceil((stop - start) / step);
+  if (!(count < 0x1p63)) {
+    std::ostringstream os;
+    os << std::setprecision(17) << "the range [" << start << ", " << stop << ") with step " << step
+       << " has too many elements";
+    throw ValueError(errmsg("arange", os.str()));
+  }
+  const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
+  if (n > 0) {
+    check_value_fits(start, dtype, "arange");
+    check_value_fits(start + static_cast<double>(n - 1) * step, dtype, "arange");
+  }
   return Tensor::make({n}, dtype, resolve_device(device), std::make_shared<Arange>(start, step), {});
 }
 
 Tensor eye(int64_t n, int64_t m, int64_t k, Dtype dtype, OptDevice device) {
-  if (m < 0) m = n;
+  if (m == -1) m = n;  // the default; any other negative m is an error below
   check_shape({n, m}, "eye");
   return Tensor::make({n, m}, dtype, resolve_device(device), std::make_shared<Eye>(k), {});
 }

@@ -41,6 +41,12 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   if (t == Dtype::Bool && (op == BinaryOp::Sub || op == BinaryOp::Pow)) {
     throw ValueError(errmsg(fn, "not supported for bool tensors"));
   }
+  if (op == BinaryOp::Pow && is_integral(t) && b.primitive() && b.primitive()->name() == std::string("full") &&
+      static_cast<Full*>(b.primitive())->value < 0) {
+    // A constant exponent (a Python scalar) is checked here, on every
+    // device; the CPU kernel checks computed exponents.
+    throw ValueError(errmsg(fn, "integers to negative integer powers are not allowed"));
+  }
   Shape s = broadcast_shapes(a.shape(), b.shape(), fn);
   Tensor x = broadcast_to(astype(a, t), s);
   Tensor y = broadcast_to(astype(b, t), s);
@@ -99,9 +105,20 @@ Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi
   bool whole = (!lo || whole_number(*lo)) && (!hi || whole_number(*hi));
   Dtype t = promote_with_scalar(x.dtype(), whole ? ScalarKind::Int : ScalarKind::Float);
   if (t == Dtype::Bool) throw ValueError(errmsg("clamp", "not supported for bool tensors"));
+  // where(), not maximum/minimum: those split the gradient at a tie, while
+  // clamp's gradient is 1 wherever min <= x <= max (as in PyTorch). NaN
+  // passes through; with min > max every element becomes max.
+  if (lo) check_value_fits(*lo, t, "clamp");
+  if (hi) check_value_fits(*hi, t, "clamp");
   Tensor y = astype(x, t);
-  if (lo) y = maximum(y, scalar(*lo, t, x.device()));
-  if (hi) y = minimum(y, scalar(*hi, t, x.device()));
+  if (lo) {
+    Tensor b = scalar(*lo, t, x.device());
+    y = where(lt(y, b), b, y);
+  }
+  if (hi) {
+    Tensor b = scalar(*hi, t, x.device());
+    y = where(gt(y, b), b, y);
+  }
   return y;
 }
 

@@ -62,14 +62,13 @@ Tensor concat(const std::vector<Tensor>& tensors, int axis) {
                                         shape_str(x.shape())));
       }
     }
-    out_shape[a] += x.shape()[a];
+    out_shape[a] = checked_add(out_shape[a], x.shape()[a], fn);
     t = promote_types(t, x.dtype());
   }
   if (tensors.size() == 1) return astype(first, t);
+  // Zero-size inputs stay (the kernels skip them) so autograd reaches them.
   std::vector<Tensor> ins;
-  for (const auto& x : tensors) {
-    if (x.size() > 0) ins.push_back(astype(x, t));
-  }
+  for (const auto& x : tensors) ins.push_back(astype(x, t));
   return Tensor::make(out_shape, t, first.device(), std::make_shared<Concat>(a), std::move(ins));
 }
 
@@ -135,7 +134,7 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sections,
   int64_t total = 0;
   for (int64_t s : sections) {
     if (s < 0) throw ValueError(errmsg(fn, "section sizes must be non-negative, got " + std::to_string(s)));
-    total += s;
+    total = checked_add(total, s, fn);
   }
   if (sections.empty() || total != x.shape()[a]) {
     throw ValueError(errmsg(fn, "section sizes sum to " + std::to_string(total) +
@@ -266,6 +265,7 @@ Tensor pad(const Tensor& x_in, const std::vector<int64_t>& pads, PadMode mode, d
   if (mode == PadMode::Constant && !std::isfinite(value) && !is_floating(x_in.dtype())) {
     throw ValueError(errmsg(fn, "a non-finite fill value needs a floating-point tensor"));
   }
+  if (mode == PadMode::Constant) check_value_fits(value, x_in.dtype(), fn);
   // Merge the unpadded leading axes into one (the kernels take <= 8 axes).
   Tensor x = x_in;
   const int lead = x_in.ndim() - k;
@@ -282,7 +282,7 @@ Tensor pad(const Tensor& x_in, const std::vector<int64_t>& pads, PadMode mode, d
   for (int i = 0; i < k; ++i) {
     const int d = nd - 1 - i;
     const int64_t l = pads[2 * i], h = pads[2 * i + 1], size = x.shape()[d];
-    const int64_t n = size + l + h;
+    const int64_t n = checked_add(checked_add(size, l, fn), h, fn);
     if (n < 0) {
       throw ValueError(errmsg(fn, "axis " + std::to_string(x_in.ndim() - 1 - i) + " of size " +
                                       std::to_string(size) + " with padding (" + std::to_string(l) +

@@ -147,7 +147,13 @@ Tensor bce_loss(const Tensor& input, const Tensor& target, const std::optional<T
   }
   const Dtype ct = kCompute;
   const Device dev = input.device();
-  Tensor p = astype(input, ct), y = astype(target, ct);
+  // Probabilities outside [0, 1] (or NaN) raise when evaluated, as in
+  // PyTorch, instead of giving NaN.
+  Tensor p = Tensor::make(input.shape(), ct, dev,
+                          std::make_shared<CheckRange>(0.0f, 1.0f, errmsg(fn, "all elements of input should be "
+                                                                              "between 0 and 1")),
+                          {contiguous(astype(input, ct))});
+  Tensor y = astype(target, ct);
   Tensor one = scalar(1.0, ct, dev), lo = scalar(-100.0, ct, dev);
   Tensor log_p = maximum(log(p), lo);
   Tensor log_1mp = maximum(log(sub(one, p)), lo);

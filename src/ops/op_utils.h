@@ -3,6 +3,7 @@
 #include <string>
 
 #include "ir/primitives.h"
+#include "pyflame/checked.h"
 #include "pyflame/ops.h"
 
 namespace pyflame {
@@ -21,11 +22,8 @@ inline void check_defined(const Tensor& t, const char* fn) {
   if (!t.defined()) throw ValueError(errmsg(fn, "got an undefined tensor"));
 }
 
-inline void check_shape(const Shape& s, const char* fn) {
-  for (auto d : s) {
-    if (d < 0) throw ValueError(errmsg(fn, "negative dimension in shape " + shape_str(s)));
-  }
-}
+// Extents >= 0 and a size that fits 64 bits (Tensor::make checks the bytes).
+inline void check_shape(const Shape& s, const char* fn) { checked_shape_size(s, fn); }
 
 // Attention from matmul and softmax on 4-d (B, H, S, D) inputs (the fused
 // kernel's reference and its gradient path); mask already (B, H, Sq, Sk).

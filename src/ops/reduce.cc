@@ -46,7 +46,8 @@ Tensor reduce(ReduceOp op, const Tensor& x, const Axes& axes, bool keepdim) {
   Tensor out;
   if (empty_reduction) {  // sum 0, prod 1, mean NaN: no kernel sees an empty input
     double v = op == ReduceOp::Prod ? 1.0 : op == ReduceOp::Mean ? NAN : 0.0;
-    out = full(kept, v, dt, x.device());
+    // x stays an input (Full ignores it) so autograd gives it a zero gradient.
+    out = Tensor::make(kept, dt, x.device(), std::make_shared<Full>(v), {x});
   } else {
     out = Tensor::make(kept, dt, x.device(), std::move(prim), {x});
   }

@@ -62,17 +62,18 @@ Tensor reshape(const Tensor& x, Shape shape) {
     } else if (shape[i] < 0) {
       throw ValueError(errmsg("reshape", "invalid shape " + shape_str(shape)));
     } else {
-      known *= shape[i];
+      known = checked_mul(known, std::max<int64_t>(shape[i], 1), "reshape");
     }
   }
   if (infer >= 0) {
-    if (known == 0 || x.size() % known != 0) {
+    bool has_zero = std::find(shape.begin(), shape.end(), 0) != shape.end();
+    if (has_zero || x.size() % known != 0) {
       throw ValueError(errmsg("reshape", "cannot reshape " + shape_str(x.shape()) + " into " +
                                              shape_str(shape)));
     }
     shape[infer] = x.size() / known;
   }
-  if (shape_size(shape) != x.size()) {
+  if (checked_shape_size(shape, "reshape") != x.size()) {
     throw ValueError(errmsg("reshape", "cannot reshape tensor of shape " + shape_str(x.shape()) +
                                            " (size " + std::to_string(x.size()) + ") into " +
                                            shape_str(shape)));
@@ -92,7 +93,7 @@ Tensor flatten(const Tensor& x, int start, int end) {
   if (start > end) throw ValueError(errmsg("flatten", "start_axis must not come after end_axis"));
   Shape s(x.shape().begin(), x.shape().begin() + start);
   int64_t mid = 1;
-  for (int i = start; i <= end; ++i) mid *= x.shape()[i];
+  for (int i = start; i <= end; ++i) mid = checked_mul(mid, x.shape()[i], "flatten");
   s.push_back(mid);
   s.insert(s.end(), x.shape().begin() + end + 1, x.shape().end());
   return reshape(x, s);
@@ -140,6 +141,7 @@ Tensor squeeze(const Tensor& x, std::optional<Axes> axes) {
         throw ValueError(errmsg("squeeze", "cannot squeeze axis " + std::to_string(a) +
                                                " of size " + std::to_string(x.shape()[n])));
       }
+      if (drop[n]) throw ValueError(errmsg("squeeze", "repeated axis " + std::to_string(a)));
       drop[n] = true;
     }
   } else {
@@ -163,7 +165,8 @@ Tensor unsqueeze(const Tensor& x, int axis) {
   int a = normalize_axis(axis, nd + 1, "unsqueeze");
   Shape s = x.shape();
   Strides st = x.strides();
-  int64_t stride = a < nd ? st[a] * s[a] : 1;
+  int64_t stride = 1;  // any stride serves a size-1 axis; prefer the row-major one
+  if (a < nd && __builtin_mul_overflow(st[a], s[a], &stride)) stride = st[a];
   s.insert(s.begin() + a, 1);
   st.insert(st.begin() + a, stride);
   return Tensor::make_view(std::move(s), std::move(st), x.offset(), std::make_shared<Unsqueeze>(), x);
@@ -202,7 +205,8 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vec
     if (steps[i] == 0) throw ValueError(errmsg("slice", "slice step cannot be zero"));
     int64_t b = starts[i], e = stops[i];
     s[i] = adjust_slice(x.shape()[i], b, e, steps[i]);
-    st[i] = x.strides()[i] * steps[i];
+    // One element needs no stride: a huge step must not overflow it.
+    st[i] = s[i] > 1 ? checked_mul(x.strides()[i], steps[i], "slice", "stride") : x.strides()[i];
     if (s[i] > 0) {
       offset += b * x.strides()[i];
       first[i] = b;

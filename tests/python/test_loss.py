@@ -407,8 +407,12 @@ def test_bce_loss_errors(device):
     assert_close(pf.bce_loss(p, pf.ones((2, 3))), np.log(2.0), "float32", **F32)
 
 
-def test_bce_loss_outside_unit_interval_is_nan(device):
-    out = pf.bce_loss(pf.tensor([1.5, -0.5, 0.5]), pf.tensor([1.0, 1.0, 0.0]), reduction="none")
-    got = out.numpy()
-    assert np.isnan(got[:2]).all()
-    np.testing.assert_allclose(got[2], np.log(2.0), rtol=1e-6)
+def test_bce_loss_outside_unit_interval_raises(device):
+    # As PyTorch: a probability outside [0, 1] (or NaN) is an error when the
+    # loss is evaluated, not a NaN loss; in-range values still match.
+    for bad in (1.5, -0.5, float("nan")):
+        out = pf.bce_loss(pf.tensor([bad, 0.5]), pf.tensor([1.0, 0.0]), reduction="none")
+        with pytest.raises(ValueError, match=r"^\[bce_loss\] all elements of input should be between 0 and 1"):
+            out.numpy()
+    got = pf.bce_loss(pf.tensor([0.0, 1.0, 0.5]), pf.tensor([1.0, 1.0, 0.0]), reduction="none").numpy()
+    np.testing.assert_allclose(got, [100.0, 0.0, np.log(2.0)], rtol=1e-6)

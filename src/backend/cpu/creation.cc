@@ -53,9 +53,10 @@ void Random::eval_cpu(const std::vector<Tensor>&, Tensor& out) {
     if constexpr (std::is_same_v<T, bool>) {
       throw ValueError(errmsg(name(), "bool is not a supported dtype"));
     } else if constexpr (std::is_integral_v<T>) {
-      const uint64_t range = static_cast<uint64_t>(high - low);
+      const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
       fill_indexed<T>(out, [&](int64_t i) {
-        return static_cast<T>(low + static_cast<int64_t>(random_bits(key, i) % range));
+        // Unsigned: low + draw may pass through values beyond int64 (a full range).
+        return static_cast<T>(static_cast<uint64_t>(low) + random_bits(key, i) % range);
       });
     } else {
       fill_indexed<T>(out, [&](int64_t i) {

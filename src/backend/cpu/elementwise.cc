@@ -126,11 +126,27 @@ void Unary::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
   });
 }
 
+// Integer pow raises on a negative exponent (as NumPy and PyTorch), before
+// any output is written; a lone scan outside the parallel loop.
+template <typename T>
+void check_int_exponents(const Tensor& e) {
+  const Layout<1> L = cpu::collapse<1>(e.shape(), {&e.strides()});
+  const T* pe = e.data<T>();
+  bool negative = false;
+  cpu::for_each_run<1>(L, 0, e.size(), [&](auto off, int64_t n, auto ls) {
+    for (int64_t i = 0; i < n && !negative; ++i) negative = pe[off[0] + i * ls[0]] < 0;
+  });
+  if (negative) throw ValueError(errmsg("pow", "integers to negative integer powers are not allowed"));
+}
+
 void Binary::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
   visit_binary(op, [&](auto opc) {
     constexpr BinaryOp O = decltype(opc)::value;
     cpu::dispatch(in[0].dtype(), [&](auto tag) {
       using T = decltype(tag);
+      if constexpr (O == BinaryOp::Pow && std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        check_int_exponents<T>(in[1]);
+      }
       if constexpr (is_comparison(O)) {
         binary_typed<O, T, bool>(in[0], in[1], out);
       } else {

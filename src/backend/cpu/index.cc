@@ -70,6 +70,7 @@ void Concat::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
     using T = decltype(tag);
     int64_t pos = 0;
     for (const Tensor& x : in) {
+      if (x.size() == 0) continue;  // kept for autograd only
       strided_copy<T>(x.data<T>(), x.strides(), out.data<T>() + pos * os[axis], os, x.shape());
       pos += x.shape()[axis];
     }
@@ -195,6 +196,7 @@ void ScatterAdd::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
   const int64_t blocks = (L + kBlock - 1) / kBlock;
   const int64_t outer = M == 0 || L == 0 ? 0 : index.size() / (M * L);
   if (out.size() > 0) std::memset(out.raw_data(), 0, out.size() * out.itemsize());
+  if (index.size() == 0) return;  // nothing to add (and M or L is 0: no divisions by them below)
   std::atomic<bool> bad{false};
   std::atomic<int64_t> bad_value{0};
   cpu::dispatch_float(out.dtype(), [&](auto tag) {

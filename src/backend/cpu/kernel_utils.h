@@ -47,8 +47,10 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
   }
 #pragma omp parallel num_threads(nt)
   {
-    int t = omp_get_thread_num();
-    f(n * t / nt, n * (t + 1) / nt);
+    // Even chunks without computing n * t, which could overflow for huge n.
+    const int t = omp_get_thread_num();
+    const int64_t q = n / nt, r = n % nt;
+    f(t * q + std::min<int64_t>(t, r), (t + 1) * q + std::min<int64_t>(t + 1, r));
   }
 }
 

@@ -1,6 +1,8 @@
 // Per-target parts of cross_entropy and nll_loss on the CPU, and the target
 // weights of their means. Targets are range-checked; a bad one raises
-// IndexError once the parallel loop is done.
+// IndexError once the parallel loop is done. CheckRange: bce_loss's
+// probability check.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -165,6 +167,16 @@ void TargetWeight::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
       }
     });
   });
+}
+
+void CheckRange::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
+  const float* x = in[0].data<float>();
+  float* o = out.data<float>();
+  const int64_t n = out.size();
+  bool bad = false;
+  for (int64_t i = 0; i < n && !bad; ++i) bad = !(x[i] >= lo && x[i] <= hi);
+  if (bad) throw ValueError(message);
+  std::copy(x, x + n, o);
 }
 
 }  // namespace pyflame

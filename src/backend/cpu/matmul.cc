@@ -2,6 +2,8 @@
 // (fp32 accumulation, as on the GPU); integers use a plain loop.
 #include <algorithm>
 #include <cblas.h>
+#include <cstdint>
+#include <string>
 
 #include "backend/cpu/kernel_utils.h"
 #include "ir/primitives.h"
@@ -48,6 +50,13 @@ void sgemm_batched(const Tensor& a, const Tensor& b, float* c, const float* pa, 
   int64_t lda = 0, ldb = 0;
   matrix_layout(M, K, sa[nd - 2], sa[nd - 1], ta, lda);
   matrix_layout(K, N, sb[nd - 2], sb[nd - 1], tb, ldb);
+  // OpenBLAS takes 32-bit sizes: a larger one must be an error, not a truncation.
+  for (int64_t v : {M, N, K, lda, ldb}) {
+    if (v > INT32_MAX) {
+      throw ValueError(errmsg("matmul", "matrix dimension " + std::to_string(v) +
+                                            " exceeds the CPU BLAS limit of 2^31 - 1"));
+    }
+  }
   for (size_t i = 0; i < oa.size(); ++i) {
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M,
                 N, K, 1.0f, pa + oa[i], lda, pb + ob[i], ldb, 0.0f, c + i * M * N, N);

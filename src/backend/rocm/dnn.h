@@ -48,7 +48,9 @@ enum class PoolMode { Max, AvgIncludePad, AvgExcludePad };
 
 // Pooling when the library expresses it exactly (no dilation, output size
 // by the floor rule, supported dtype); returns false, having launched
-// nothing, otherwise, and the caller runs its own kernel.
+// nothing, otherwise, and the caller runs its own kernel. Pool::eval_gpu
+// uses it for average pooling only: the libraries start a max window at
+// -FLT_MAX, so an all -inf window would not give -inf.
 bool pool_forward(DeviceContext& ctx, Dtype dtype, PoolMode mode, const Shape& x_shape, const void* x,
                   const Shape& y_shape, void* y, const std::vector<int64_t>& kernel,
                   const std::vector<int64_t>& stride, const std::vector<int64_t>& padding);

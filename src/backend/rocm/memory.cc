@@ -1,5 +1,6 @@
 #include "backend/rocm/memory.h"
 
+#include <cstdint>
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -30,6 +31,9 @@ size_t ROCmMemoryManager::round_size(size_t bytes) {
   // Small requests round to 512 B, large to 1 MiB, so freed blocks fit
   // later requests of nearly the same size.
   size_t q = bytes < kSmall ? 512 : kSmall;
+  if (bytes > (SIZE_MAX >> 1)) {  // no device has this much; rounding would wrap
+    throw OutOfMemoryError(errmsg("allocate", "cannot allocate " + std::to_string(bytes) + " bytes on the GPU"));
+  }
   return (std::max<size_t>(bytes, 1) + q - 1) / q * q;
 }
 
@@ -234,6 +238,9 @@ void PinnedMemoryPool::reclaim_locked() {
 }
 
 void* PinnedMemoryPool::acquire(size_t bytes) {
+  if (bytes > (SIZE_MAX >> 1)) {
+    throw OutOfMemoryError(errmsg("pinned_pool", "cannot allocate " + std::to_string(bytes) + " pinned bytes"));
+  }
   size_t size = (std::max<size_t>(bytes, 1) + 4095) / 4096 * 4096;
   std::lock_guard lk(mu_);
   reclaim_locked();
@@ -244,7 +251,13 @@ void* PinnedMemoryPool::acquire(size_t bytes) {
     return p;
   }
   void* p = nullptr;
-  PF_HIP_CHECK(hipHostMalloc(&p, size, hipHostMallocDefault));
+  hipError_t err = hipHostMalloc(&p, size, hipHostMallocDefault);
+  if (err == hipErrorOutOfMemory) {
+    (void)hipGetLastError();  // clear the sticky error so the context stays usable
+    throw OutOfMemoryError(errmsg("pinned_pool", "out of pinned host memory allocating " +
+                                                     std::to_string(size) + " bytes"));
+  }
+  PF_HIP_CHECK(err);
   sizes_[p] = size;
   return p;
 }

@@ -27,7 +27,7 @@ __global__ void random_kernel(T* out, int kind, uint64_t key, int64_t low, uint6
   PF_GRID_STRIDE(i, n) {
     uint64_t b = random_bits(key, static_cast<uint64_t>(i));
     if constexpr (std::is_integral_v<T>) {
-      out[i] = static_cast<T>(low + static_cast<int64_t>(b % range));
+      out[i] = static_cast<T>(static_cast<uint64_t>(low) + b % range);  // unsigned: no signed overflow
     } else {
       out[i] = T(kind == Random::Normal ? normal_from_bits(b) : uniform_from_bits(b, mbits));
     }
@@ -86,7 +86,7 @@ void Random::eval_gpu(const std::vector<Tensor>&, Tensor& out) {
         throw ValueError(errmsg(name(), "bool is not a supported dtype"));
       } else {
         random_kernel<T><<<grid, kThreads, 0, ctx.stream>>>(out.data<T>(), kind, key, low,
-                                                             static_cast<uint64_t>(high - low), mbits,
+                                                             static_cast<uint64_t>(high) - static_cast<uint64_t>(low), mbits,
                                                              out.size());
       }
     });

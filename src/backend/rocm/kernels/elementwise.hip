@@ -201,9 +201,45 @@ void Unary::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   });
 }
 
+namespace {
+// Sets *bad when an exponent (strided, broadcast) is negative.
+template <typename T>
+__global__ void negative_exponent_kernel(const T* e, Indexer<1> ix, int64_t n, int* bad) {
+  PF_GRID_STRIDE(i, n) {
+    int64_t o[1];
+    ix.offsets(i, o);
+    if (e[o[0]] < 0) *bad = 1;
+  }
+}
+
+// Integer pow raises on a negative exponent, as on the CPU: a check kernel
+// and one read-back (integer pow is rare; float pow skips this).
+void check_int_exponents(const Tensor& e, const Shape& shape, DeviceContext& ctx) {
+  const int64_t n = shape_size(shape);
+  auto flag = temp_buffer(ctx, sizeof(int));
+  PF_HIP_CHECK(hipMemsetAsync(flag->ptr, 0, sizeof(int), ctx.stream));
+  Indexer<1> ix = make_indexer<1>(shape, {&e.strides()}, "pow");
+  dispatch(e.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      negative_exponent_kernel<T><<<grid_for(ctx, n, kThreads), kThreads, 0, ctx.stream>>>(
+          e.data<T>(), ix, n, static_cast<int*>(flag->ptr));
+      PF_HIP_CHECK_LAUNCH();
+    }
+  });
+  int h = 0;
+  PF_HIP_CHECK(hipMemcpyAsync(&h, flag->ptr, sizeof(int), hipMemcpyDeviceToHost, ctx.stream));
+  PF_HIP_CHECK(hipStreamSynchronize(ctx.stream));
+  if (h) throw ValueError(errmsg("pow", "integers to negative integer powers are not allowed"));
+}
+}  // namespace
+
 void Binary::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   DeviceContext& ctx = context(out.device().index);
   DeviceGuard g(ctx.device);
+  if (op == BinaryOp::Pow && is_integral(in[1].dtype()) && in[1].dtype() != Dtype::Bool) {
+    check_int_exponents(in[1], out.shape(), ctx);
+  }
   visit_binary(op, [&](auto opc) {
     constexpr BinaryOp O = decltype(opc)::value;
     dispatch(in[0].dtype(), [&](auto tag) {

@@ -179,6 +179,7 @@ void Concat::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
     int64_t pos = 0;
     for (const Tensor& x : in) {
       const int64_t n = x.size();
+      if (n == 0) continue;  // zero-size inputs are kept for autograd only
       Indexer<2> ix = make_indexer<2>(x.shape(), {&os, &x.strides()}, name());
       copy_into_kernel<T><<<grid_for(ctx, n, kThreads), kThreads, 0, ctx.stream>>>(
           out.data<T>() + pos * os[axis], x.data<T>(), ix, n);

@@ -173,6 +173,15 @@ std::shared_ptr<Buffer> bad_flag(DeviceContext& ctx) {
 }
 
 // Reads the flag back once the kernel has run; raises IndexError when set.
+// Copies x to y; flags an element outside [lo, hi] or NaN.
+__global__ void check_range_kernel(const float* x, float* y, int64_t n, float lo, float hi, int64_t* bad) {
+  PF_GRID_STRIDE(i, n) {
+    const float v = x[i];
+    if (!(v >= lo && v <= hi)) *bad = 1;
+    y[i] = v;
+  }
+}
+
 void raise_bad_target(const std::shared_ptr<Buffer>& flag, DeviceContext& ctx, const char* fn,
                       int64_t C, int64_t ignore) {
   int64_t h = 0;
@@ -261,6 +270,20 @@ void TargetWeight::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
         in[0].data<I>(), w, out.data<float>(), n, classes, ignore_index);
     PF_HIP_CHECK_LAUNCH();
   });
+}
+
+void CheckRange::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
+  DeviceContext& ctx = context(out.device().index);
+  DeviceGuard g(ctx.device);
+  auto flag = bad_flag(ctx);
+  const int64_t n = out.size();
+  check_range_kernel<<<grid_for(ctx, n, kThreads), kThreads, 0, ctx.stream>>>(
+      in[0].data<float>(), out.data<float>(), n, lo, hi, static_cast<int64_t*>(flag->ptr));
+  PF_HIP_CHECK_LAUNCH();
+  int64_t h = 0;
+  PF_HIP_CHECK(hipMemcpyAsync(&h, flag->ptr, sizeof(int64_t), hipMemcpyDeviceToHost, ctx.stream));
+  PF_HIP_CHECK(hipStreamSynchronize(ctx.stream));
+  if (h != 0) throw ValueError(message);
 }
 
 }  // namespace pyflame

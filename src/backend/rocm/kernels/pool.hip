@@ -1,7 +1,8 @@
-// Pooling on the GPU: max / average pooling through the DNN library where
-// it expresses the problem exactly (no dilation, floor-rule output size,
-// no divisor override); our own kernels for the rest (dilation, ceil_mode
-// windows, divisor_override) and for adaptive average and max pooling. 1 to 3
+// Pooling on the GPU: average pooling through the DNN library where it
+// expresses the problem exactly (no dilation, floor-rule output size, no
+// divisor override); our own kernels for the rest (dilation, ceil_mode
+// windows, divisor_override), for every max pooling (a -inf identity and NaN
+// propagation, which the libraries lack) and for adaptive pooling. 1 to 3
 // spatial axes through one 3-d indexing (missing leading axes of size 1).
 // Input gradients: average pooling through the library where the forward
 // pass used it, gather kernels for the rest (max pooling always, so that
@@ -349,10 +350,10 @@ void Pool::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   DeviceGuard g(ctx.device);
   const Tensor& x = in[0];
   const bool no_dilation = std::all_of(dilation.begin(), dilation.end(), [](int64_t d) { return d == 1; });
-  if (no_dilation && divisor_override == 0) {
-    const dnn::PoolMode mode = kind == PoolKind::Max ? dnn::PoolMode::Max
-                               : count_include_pad  ? dnn::PoolMode::AvgIncludePad
-                                                    : dnn::PoolMode::AvgExcludePad;
+  // Max pooling always runs our kernel: the DNN libraries start a window's
+  // maximum at -FLT_MAX, so a window of -inf would give -3.4e38, not -inf.
+  if (kind != PoolKind::Max && no_dilation && divisor_override == 0) {
+    const dnn::PoolMode mode = count_include_pad ? dnn::PoolMode::AvgIncludePad : dnn::PoolMode::AvgExcludePad;
     if (dnn::pool_forward(ctx, out.dtype(), mode, x.shape(), x.raw_data(), out.shape(), out.raw_data(), kernel,
                           stride, padding)) {
       return;
