@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The CPU build (core, C++ tests, Python extension) with AddressSanitizer and
+# UndefinedBehaviorSanitizer (cmake -DPYFLAME_SANITIZE=ON) in build/asan, then
+# the GoogleTest suite and a subset of pytest under it. Any report fails: ASan
+# always aborts, UBSan too (-fno-sanitize-recover=undefined, halt_on_error);
+# allocations too large to satisfy return null (std::bad_alloc), as without ASan.
+# The Python process is not instrumented, so libasan is preloaded into it and
+# leak detection is off there (the interpreter's own allocations would swamp
+# it); the C++ tests run with leak detection on.
+# Usage: bash tools/sanitize.sh [extra pytest arguments]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=$ROOT/build/asan
+[ -x .venv/bin/python ] || PYFLAME_GPU=OFF bash scripts/setup.sh  # venv, nanobind, deps
+VPY=$ROOT/.venv/bin/python
+JOBS=${PYFLAME_SANITIZE_JOBS:-$(nproc)}
+
+echo "== sanitizer build (ASan + UBSan, CPU only) in $BUILD"
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPYFLAME_SANITIZE=ON \
+  -DPYFLAME_GPU=OFF -DPYFLAME_BUILD_TESTS=ON -DPYFLAME_BUILD_PYTHON=ON \
+  -DPython_EXECUTABLE="$VPY" >/dev/null
+cmake --build "$BUILD" -j "$JOBS"
+
+# The package as the tests import it: the Python sources plus this build's extension.
+PKG=$BUILD/site
+rm -rf "$PKG" && mkdir -p "$PKG"
+cp -r python/pyflame "$PKG/"
+cp "$BUILD"/_core*.so "$PKG/pyflame/"
+
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+echo "== C++ tests under ASan/UBSan"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 ctest --test-dir "$BUILD" -j "$JOBS" --output-on-failure
+
+echo "== Python tests under ASan/UBSan"
+# The Python interpreter is not instrumented: the ASan runtime must load first.
+export LD_PRELOAD=$(c++ -print-file-name=libasan.so)
+export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 PYTHONPATH=$PKG PYFLAME_TEST_DEVICES=cpu
+"$VPY" -c "import pyflame; assert pyflame.__file__.startswith('$PKG'), pyflame.__file__"
+# The bad-input, shape, indexing, reduction and property suites: the code paths
+# where sizes, offsets and strides are computed from user input.
+TESTS=(tests/python/test_errors.py tests/python/test_errors_python.py tests/python/test_index.py
+       tests/python/test_shape.py tests/python/test_reduce.py tests/python/test_creation.py
+       tests/python/test_grad_index.py tests/python/test_pool.py tests/python/test_conv.py
+       tests/python/test_loss.py tests/python/test_prop_*.py)
+"$VPY" -m pytest "${TESTS[@]}" -q -p no:cacheprovider "$@"
