@@ -168,9 +168,12 @@ class GradScaler:
             return outputs * self._scale
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(o) for o in outputs)
-        raise ValueError("outputs must be a Tensor or an iterable of Tensors")
+        raise ValueError(f"[GradScaler.scale] outputs must be a Tensor or an iterable of Tensors, "
+                         f"got {type(outputs).__name__}")
 
-    def _state(self, optimizer):
+    def _state(self, optimizer, fn):
+        if not hasattr(optimizer, "param_groups") or not callable(getattr(optimizer, "step", None)):
+            raise TypeError(f"[{fn}] expected an optimizer, got {type(optimizer).__name__}")
         return self._per_optimizer.setdefault(
             id(optimizer), {"stage": _READY, "flags": None, "found_inf": None})
 
@@ -179,7 +182,7 @@ class GradScaler:
         call it before clipping gradients)."""
         if not self._enabled:
             return
-        state = self._state(optimizer)
+        state = self._state(optimizer, "GradScaler.unscale_")
         if state["stage"] is _UNSCALED:
             raise RuntimeError("unscale_() has already been called on this optimizer since the "
                                "last update().")
@@ -218,7 +221,7 @@ class GradScaler:
             return optimizer.step(*args, **kwargs)
         if "closure" in kwargs:
             raise RuntimeError("Closure use is not currently supported if GradScaler is enabled.")
-        state = self._state(optimizer)
+        state = self._state(optimizer, "GradScaler.step")
         if state["stage"] is _STEPPED:
             raise RuntimeError("step() has already been called since the last update().")
         if state["stage"] is _READY:

@@ -259,3 +259,95 @@ def test_functional_wrappers(device):
     x = pf.ones((2, 3))
     _raises(ValueError, "linear", F.linear, x, None)
     _raises(ValueError, "linear", F.linear, x, pf.ones((2, 4)))
+
+
+@pytest.mark.parametrize("bad", [None, 3, "x"])
+def test_functional_argument_types(device, bad):
+    x = pf.ones((2, 3))
+    if bad is not None:  # (no bias)
+        _raises(TypeError, "linear", F.linear, x, pf.ones((2, 3)), bad)
+    _raises(TypeError, "softmax", F.softmax, bad, 1)
+    _raises(TypeError, "log_softmax", F.log_softmax, bad, 1)
+    _raises(TypeError, "flatten", F.flatten, bad)
+    if isinstance(bad, str):
+        _raises(TypeError, "softmax", F.softmax, x, bad)
+    _raises(TypeError, "flatten", F.flatten, x, None if bad == 3 else bad)
+
+
+@pytest.mark.parametrize("bad", [None, "a", [1.0]])
+def test_init_argument_types(device, bad):
+    w = pf.ones((2, 3))
+    _raises(TypeError, "uniform_", init.uniform_, w, bad)
+    _raises(TypeError, "normal_", init.normal_, w, 0.0, bad)
+    _raises(TypeError, "constant_", init.constant_, w, bad)
+    _raises(TypeError, "xavier_uniform_", init.xavier_uniform_, w, bad)
+    _raises(TypeError, "xavier_normal_", init.xavier_normal_, w, bad)
+    _raises(ValueError, "kaiming_uniform_", init.kaiming_uniform_, w, mode=bad)
+    _raises(TypeError, "calculate_fan_in_and_fan_out", init.calculate_fan_in_and_fan_out, bad)
+    _raises(TypeError, "uniform", init.uniform, bad)
+    _raises(TypeError, "normal", init.normal, (2,), 0.0, bad)
+    _raises(TypeError, "uniform_", init.uniform_, bad)
+    _raises(ValueError, "calculate_gain", init.calculate_gain, "nope")
+
+
+def test_init_valid_arguments_still_work(device):
+    w = pf.zeros((4, 5))
+    init.uniform_(w, -1, 1)
+    v = w.numpy()
+    assert ((v >= -1) & (v <= 1)).all() and v.std() > 0
+    init.constant_(w, np.float32(2.5))
+    np.testing.assert_array_equal(w.numpy(), np.full((4, 5), 2.5, np.float32))
+    assert init.calculate_fan_in_and_fan_out(w) == (5, 4)
+    assert init.calculate_fan_in_and_fan_out([3, 2, 2]) == (4, 6)
+
+
+@pytest.mark.parametrize("bad", [None, "a", 3, pf.ones(2)])
+def test_grad_scaler_needs_an_optimizer(device, bad):
+    _raises(TypeError, "GradScaler.step", amp.GradScaler().step, bad)
+    _raises(TypeError, "GradScaler.unscale_", amp.GradScaler().unscale_, bad)
+    _raises(ValueError, "GradScaler.scale", amp.GradScaler().scale, None if bad is not None else 3)
+
+
+@pytest.mark.parametrize("bad", [None, 3, object()])
+def test_optimizer_params_and_groups(device, bad):
+    _raises(TypeError, "SGD", optim.SGD, bad, lr=0.1)
+    opt = optim.SGD(_params(), lr=0.1)
+    _raises(ValueError, "SGD.add_param_group", opt.add_param_group, {"lr": 0.1})
+    _raises(TypeError, "SGD.add_param_group", opt.add_param_group, {"params": bad})
+    _raises(TypeError, "SGD.add_param_group", opt.add_param_group, bad)
+    _raises(TypeError, "SGD.step", opt.step, "a")
+
+
+def test_optimizer_load_keeps_missing_options(device):
+    """A saved group without some options keeps the optimizer's current ones
+    (a step after the load works)."""
+    p = nn.Parameter(pf.ones(2))
+    opt = optim.SGD([p], lr=0.1, momentum=0.9)
+    opt.load_state_dict({"state": {}, "param_groups": [{"params": [0], "lr": 0.5}]})
+    assert opt.param_groups[0]["lr"] == 0.5 and opt.param_groups[0]["momentum"] == 0.9
+    p.grad = pf.ones(2)
+    opt.step()
+    np.testing.assert_allclose(p.numpy(), [0.5, 0.5])
+
+
+@pytest.mark.parametrize("bad", [3, None, [1, 2]])
+def test_container_arguments(device, bad):
+    if bad == 3:
+        _raises(TypeError, "ModuleList.extend", nn.ModuleList, bad)
+        _raises(TypeError, "ModuleDict.update", nn.ModuleDict, bad)
+    if bad == [1, 2]:
+        _raises(TypeError, "ModuleList.add_module", nn.ModuleList, bad)
+        _raises(TypeError, "ModuleDict.update", nn.ModuleDict, bad)
+    _raises(TypeError, "ModuleList.extend", nn.ModuleList().extend, nn.Linear(2, 2))
+
+
+@pytest.mark.parametrize("bad", [None, "a", [0.1]])
+def test_layer_arguments(device, bad):
+    _raises(TypeError, "CrossEntropyLoss", nn.CrossEntropyLoss, label_smoothing=bad)
+    if bad is not None:
+        _raises(TypeError, "Embedding", nn.Embedding, 4, 3, padding_idx=bad)
+        _raises(TypeError, "Embedding", nn.Embedding, 4, 3, _weight=bad)
+        _raises(TypeError, "Embedding.from_pretrained", nn.Embedding.from_pretrained, bad)
+    _raises(TypeError, "BatchNorm1d", nn.BatchNorm1d(3), bad)
+    _raises(ValueError, "Embedding", nn.Embedding, 4, 3, padding_idx=4)
+    assert nn.Embedding(4, 3, padding_idx=-1).padding_idx == 3

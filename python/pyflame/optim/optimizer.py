@@ -111,6 +111,9 @@ class Optimizer:
                             f"Tensors or dicts, but got {type(params).__name__}")
         if isinstance(params, set):
             raise TypeError(_SET_ERROR)
+        if not isinstance(params, collections.abc.Iterable):
+            raise TypeError(f"[{type(self).__name__}] params must be an iterable of Tensors or "
+                            f"dicts, got {type(params).__name__}")
         groups = list(params)
         if not groups:
             raise ValueError("optimizer got an empty parameter list")
@@ -135,13 +138,21 @@ class Optimizer:
     def add_param_group(self, param_group):
         """Adds a group of parameters (a dict with ``params`` and options; the
         options it leaves out take the optimizer's defaults)."""
+        fn = f"{type(self).__name__}.add_param_group"
         if not isinstance(param_group, dict):
-            raise TypeError(f"param group must be a dict, got {type(param_group).__name__}")
+            raise TypeError(f"[{fn}] param group must be a dict, got "
+                            f"{type(param_group).__name__}")
+        if "params" not in param_group:
+            raise ValueError(f"[{fn}] a param group needs a 'params' entry, got keys "
+                             f"{sorted(param_group)}")
         params = param_group["params"]
         if isinstance(params, (Tensor, Parameter)):
             params = [params]
         elif isinstance(params, set):
             raise TypeError(_SET_ERROR)
+        elif not isinstance(params, collections.abc.Iterable):
+            raise TypeError(f"[{fn}] params must be a Tensor or an iterable of Tensors, got "
+                            f"{type(params).__name__}")
         params = [_tensor_of(p) for p in params]
         for p in params:
             if not isinstance(p, Tensor):
@@ -178,6 +189,9 @@ class Optimizer:
         (optional) re-evaluates the model and returns the loss; it runs with
         grad enabled before the update. Returns its loss."""
         loss = None
+        if closure is not None and not callable(closure):
+            raise TypeError(f"[{type(self).__name__}.step] closure must be callable, got "
+                            f"{type(closure).__name__}")
         if closure is not None:
             with enable_grad():
                 loss = closure()
@@ -237,7 +251,8 @@ class Optimizer:
                 state[p] = {k: _state_value(p, k, v) for k, v in entry.items()}
         groups = []
         for s, g in zip(saved, self.param_groups):
-            group = {k: v for k, v in s.items() if k != "params"}
+            group = {k: v for k, v in g.items() if k != "params"}  # options it lacks stay
+            group.update((k, v) for k, v in s.items() if k != "params")
             group["params"] = g["params"]
             groups.append(group)
         self.state, self.param_groups = state, groups

@@ -68,6 +68,9 @@ class _BatchNorm(Module):
             init.zeros_(self._parameters["bias"])
 
     def _check_input_dim(self, x):
+        if not isinstance(x, _core.Tensor):
+            raise TypeError(f"[{type(self).__name__}] expected a pyflame.Tensor input, got "
+                            f"{type(x).__name__}")
         if x.ndim not in self._expected_dims:
             want = " or ".join(f"{d}D" for d in self._expected_dims)
             raise ValueError(f"[{type(self).__name__}] expected {want} input (got {x.ndim}D "
