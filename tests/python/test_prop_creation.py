@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pyflame as pf
-from prop_common import ALL_DTYPES, FLOAT_DTYPES, INT_LIMITS, check, dtypes, raises_clean, shapes
+from prop_common import FLOAT_DTYPES, INT_LIMITS, check, dtypes, raises_clean, shapes
 
 NP_OF = {"bool": np.bool_, "int32": np.int32, "int64": np.int64, "float16": np.float16,
          "bfloat16": np.float32, "float32": np.float32}

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pyflame as pf
-from prop_common import (ALL_DTYPES, FLOAT_DTYPES, INT_LIMITS, arrays, axis_of, check, dtypes,
-                         raises_clean, shapes, still_usable, to_pf)
+from prop_common import (FLOAT_DTYPES, INT_LIMITS, arrays, axis_of, check, dtypes, raises_clean,
+                         shapes, still_usable, to_pf)
 
 # --------------------------------------------------------------- reductions
 
