@@ -33,8 +33,9 @@ echo "== C++ tests under ASan/UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 ctest --test-dir "$BUILD" -j "$JOBS" --output-on-failure
 
 echo "== Python tests under ASan/UBSan"
-# The Python interpreter is not instrumented: the ASan runtime must load first.
-export LD_PRELOAD=$(c++ -print-file-name=libasan.so)
+# The Python interpreter is not instrumented: the ASan runtime must load first,
+# and libstdc++ with it, or ASan cannot find the real __cxa_throw to intercept.
+export LD_PRELOAD="$(c++ -print-file-name=libasan.so) $(c++ -print-file-name=libstdc++.so)"
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 PYTHONPATH=$PKG PYFLAME_TEST_DEVICES=cpu
 "$VPY" -c "import pyflame; assert pyflame.__file__.startswith('$PKG'), pyflame.__file__"
 # The bad-input, shape, indexing, reduction and property suites: the code paths

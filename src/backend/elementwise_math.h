@@ -27,22 +27,41 @@ PF_HD inline T pf_min(T a, T b) {
   return a < b ? a : b;
 }
 
+// Signed integers compute in their unsigned type: overflow wraps around (two's
+// complement, as NumPy and PyTorch give) instead of being undefined behaviour.
+template <typename T, bool = std::is_integral_v<T> && std::is_signed_v<T>>
+struct wrap_type {
+  using type = T;
+};
+template <typename T>
+struct wrap_type<T, true> {
+  using type = std::make_unsigned_t<T>;
+};
+template <typename T>
+using wrap_t = typename wrap_type<T>::type;
+
+template <typename T>
+PF_HD inline T wrap_neg(T x) {
+  if constexpr (std::is_integral_v<T>) return T(wrap_t<T>(0) - wrap_t<T>(x));
+  else return -x;  // keeps -0.0 and NaN signs
+}
+
 template <typename T>
 PF_HD inline T int_pow(T base, T e) {
   if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
-  T r = 1;
+  wrap_t<T> r = 1, b = static_cast<wrap_t<T>>(base);
   while (e) {
-    if (e & 1) r *= base;
-    base *= base;
+    if (e & 1) r *= b;
+    b *= b;
     e >>= 1;
   }
-  return r;
+  return static_cast<T>(r);
 }
 
 template <UnaryOp Op, typename T>
 PF_HD inline T unary_apply(T x) {
-  if constexpr (Op == UnaryOp::Neg) return -x;
-  else if constexpr (Op == UnaryOp::Abs) return x < T(0) ? -x : x;
+  if constexpr (Op == UnaryOp::Neg) return wrap_neg(x);
+  else if constexpr (Op == UnaryOp::Abs) return x < T(0) ? wrap_neg(x) : x;
   else if constexpr (Op == UnaryOp::Relu) return x < T(0) ? T(0) : x;  // keeps NaN
   else if constexpr (Op == UnaryOp::Sqrt) return sqrtf(x);
   else if constexpr (Op == UnaryOp::Exp) return expf(x);
@@ -66,9 +85,9 @@ constexpr bool unary_takes_ints = Op == UnaryOp::Neg || Op == UnaryOp::Abs || Op
 
 template <BinaryOp Op, typename T>
 PF_HD inline auto binary_apply(T a, T b) {
-  if constexpr (Op == BinaryOp::Add) return T(a + b);
-  else if constexpr (Op == BinaryOp::Sub) return T(a - b);
-  else if constexpr (Op == BinaryOp::Mul) return T(a * b);
+  if constexpr (Op == BinaryOp::Add) return T(wrap_t<T>(a) + wrap_t<T>(b));
+  else if constexpr (Op == BinaryOp::Sub) return T(wrap_t<T>(a) - wrap_t<T>(b));
+  else if constexpr (Op == BinaryOp::Mul) return T(wrap_t<T>(a) * wrap_t<T>(b));
   else if constexpr (Op == BinaryOp::Div) return T(a / b);
   else if constexpr (Op == BinaryOp::Pow) {
     if constexpr (std::is_floating_point_v<T>) return T(powf(a, b));

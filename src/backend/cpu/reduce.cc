@@ -51,8 +51,8 @@ void reduce_typed(const Tensor& x, Tensor& out, const std::vector<int>& axes) {
   auto combine = [](A acc, A v) -> A {
     if constexpr (Op == ReduceOp::Max) return pf_max(acc, v);
     else if constexpr (Op == ReduceOp::Min) return pf_min(acc, v);
-    else if constexpr (Op == ReduceOp::Prod) return acc * v;
-    else return acc + v;
+    else if constexpr (Op == ReduceOp::Prod) return binary_apply<BinaryOp::Mul>(acc, v);
+    else return binary_apply<BinaryOp::Add>(acc, v);  // (integers wrap around)
   };
   // Reduces inner elements [b, e) starting from base offset `base`.
   auto reduce_range = [&](int64_t base, int64_t b, int64_t e, bool first, A acc) {
