@@ -44,4 +44,6 @@ TESTS=(tests/python/test_errors.py tests/python/test_errors_python.py tests/pyth
        tests/python/test_shape.py tests/python/test_reduce.py tests/python/test_creation.py
        tests/python/test_grad_index.py tests/python/test_pool.py tests/python/test_conv.py
        tests/python/test_loss.py tests/python/test_prop_*.py)
-"$VPY" -m pytest "${TESTS[@]}" -q -p no:cacheprovider "$@"
+# --capture=sys: a sanitizer report written to fd 2 just before the process
+# exits must reach the log (pytest's fd capture would swallow it).
+"$VPY" -m pytest "${TESTS[@]}" -q -p no:cacheprovider --capture=sys "$@"

@@ -130,8 +130,8 @@ def test_reshape_invalid(device, data):
     size = int(np.prod(shape))
     bad = data.draw(st.one_of(
         st.just([size + 1]), st.just([-1, -1]), st.just([size, -2]),
-        st.just([0, -1]) if size else st.just([5, 5]),
-        st.just([2**62, 4]), st.just([2**32, 2**32]), st.just([-1, 2**62, 2**62])), "target")
+        st.just([0, -1]) if size else st.just([5, 5])), "target")
+    # Targets whose size overflows int64: the isolated cases of test_prop_creation.py.
     raises_clean(ValueError, pf.reshape, pf.zeros(shape), bad)
     still_usable()
 
