@@ -15,6 +15,7 @@ backward (``torch.autograd.Function``'s interface).
 """
 import contextlib
 import functools
+import numbers
 import threading
 
 from . import _core
@@ -182,13 +183,13 @@ def _tensor_list(v, what, allow_none=False):
 def _check_argnums(argnums):
     """argnums as a tuple of ints (an int or a non-empty sequence of them)."""
     def is_int(v):
-        return isinstance(v, int) and not isinstance(v, bool)
+        return isinstance(v, numbers.Integral) and not isinstance(v, bool)
     if is_int(argnums):
-        return (argnums,)
+        return (int(argnums),)
     if isinstance(argnums, (tuple, list)) and argnums and all(is_int(i) for i in argnums):
         if len(set(argnums)) != len(argnums):
             raise ValueError(f"[grad] argnums must not repeat an argument, got {argnums!r}")
-        return tuple(argnums)
+        return tuple(int(i) for i in argnums)
     raise TypeError(f"[grad] argnums must be an int or a non-empty tuple of ints, got "
                     f"{argnums!r}")
 
@@ -198,7 +199,7 @@ def value_and_grad(fn, argnums=0):
     Negative argnums count from the last positional argument."""
     if not callable(fn):
         raise TypeError(f"[grad] fn must be callable, got {type(fn).__name__}")
-    single = isinstance(argnums, int) and not isinstance(argnums, bool)
+    single = isinstance(argnums, numbers.Integral) and not isinstance(argnums, bool)
     nums = _check_argnums(argnums)
 
     @functools.wraps(fn)
