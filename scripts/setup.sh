@@ -31,11 +31,12 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv --system-site-packages .venv
 fi
 VPY=$ROOT/.venv/bin/python
-# Build tools from PyPI (NumPy and pytest already come from Debian) and
-# safetensors (pf.save / pf.load). A
-# current pip: Debian's lacks the -C config-settings flag used below.
+# Build and test tools from PyPI (NumPy and pytest already come from Debian;
+# safetensors for pf.save / pf.load; hypothesis drives the property-based
+# tests). A current pip: Debian's lacks the -C config-settings flag used below.
 "$VPY" -m pip install -q --disable-pip-version-check --upgrade pip
-"$VPY" -m pip install -q --disable-pip-version-check numpy nanobind scikit-build-core pytest safetensors
+"$VPY" -m pip install -q --disable-pip-version-check numpy nanobind scikit-build-core pytest \
+  safetensors hypothesis
 
 echo "== building PyFlame (GPU backend: ${PYFLAME_GPU:-AUTO})"
 "$VPY" -m pip install -q --disable-pip-version-check --no-build-isolation \

@@ -19,6 +19,7 @@ applies to every caller of those ops, modules and ``x @ w`` alike.
 """
 import functools
 import math
+import numbers
 
 import numpy as np
 
@@ -87,6 +88,21 @@ def _f32(x):
     return float(np.float32(x))
 
 
+def _number(value, what, fn):
+    """A real number argument (not a bool), else a TypeError naming it."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"[{fn}] {what} must be a real number, got {type(value).__name__} "
+                        f"{value!r}")
+    return value
+
+
+def _growth_interval(value, fn):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+            not math.isfinite(value) or int(value) != value or value <= 0:
+        raise ValueError(f"[{fn}] growth_interval must be a positive integer, got {value!r}")
+    return int(value)
+
+
 class GradScaler:
     """Dynamic loss scaling for float16 training (``torch.amp.GradScaler``).
 
@@ -100,12 +116,14 @@ class GradScaler:
 
     def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5,
                  growth_interval=2000, enabled=True):
-        if growth_factor <= 1.0:
-            raise ValueError("The growth factor must be > 1.0.")
-        if not 0.0 < backoff_factor < 1.0:
-            raise ValueError("The backoff factor must be < 1.0.")
-        if int(growth_interval) != growth_interval or growth_interval <= 0:
-            raise ValueError("growth_interval must be a positive integer")
+        _number(init_scale, "init_scale", "GradScaler")
+        if not init_scale > 0:
+            raise ValueError(f"[GradScaler] init_scale must be positive, got {init_scale}")
+        if not _number(growth_factor, "growth_factor", "GradScaler") > 1.0:
+            raise ValueError("[GradScaler] The growth factor must be > 1.0.")
+        if not 0.0 < _number(backoff_factor, "backoff_factor", "GradScaler") < 1.0:
+            raise ValueError("[GradScaler] The backoff factor must be < 1.0.")
+        _growth_interval(growth_interval, "GradScaler")
         self._enabled = bool(enabled)
         self._scale = _f32(init_scale)
         self._growth_factor = float(growth_factor)
@@ -124,19 +142,23 @@ class GradScaler:
         return self._growth_factor
 
     def set_growth_factor(self, new_factor):
+        if not _number(new_factor, "new_factor", "GradScaler.set_growth_factor") > 1.0:
+            raise ValueError("[GradScaler.set_growth_factor] The growth factor must be > 1.0.")
         self._growth_factor = float(new_factor)
 
     def get_backoff_factor(self):
         return self._backoff_factor
 
     def set_backoff_factor(self, new_factor):
+        if not 0.0 < _number(new_factor, "new_factor", "GradScaler.set_backoff_factor") < 1.0:
+            raise ValueError("[GradScaler.set_backoff_factor] The backoff factor must be < 1.0.")
         self._backoff_factor = float(new_factor)
 
     def get_growth_interval(self):
         return self._growth_interval
 
     def set_growth_interval(self, new_interval):
-        self._growth_interval = int(new_interval)
+        self._growth_interval = _growth_interval(new_interval, "GradScaler.set_growth_interval")
 
     def scale(self, outputs):
         """outputs (a tensor or nested lists/tuples of tensors) times the scale."""
@@ -146,9 +168,12 @@ class GradScaler:
             return outputs * self._scale
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(o) for o in outputs)
-        raise ValueError("outputs must be a Tensor or an iterable of Tensors")
+        raise ValueError(f"[GradScaler.scale] outputs must be a Tensor or an iterable of Tensors, "
+                         f"got {type(outputs).__name__}")
 
-    def _state(self, optimizer):
+    def _state(self, optimizer, fn):
+        if not hasattr(optimizer, "param_groups") or not callable(getattr(optimizer, "step", None)):
+            raise TypeError(f"[{fn}] expected an optimizer, got {type(optimizer).__name__}")
         return self._per_optimizer.setdefault(
             id(optimizer), {"stage": _READY, "flags": None, "found_inf": None})
 
@@ -157,7 +182,7 @@ class GradScaler:
         call it before clipping gradients)."""
         if not self._enabled:
             return
-        state = self._state(optimizer)
+        state = self._state(optimizer, "GradScaler.unscale_")
         if state["stage"] is _UNSCALED:
             raise RuntimeError("unscale_() has already been called on this optimizer since the "
                                "last update().")
@@ -196,7 +221,7 @@ class GradScaler:
             return optimizer.step(*args, **kwargs)
         if "closure" in kwargs:
             raise RuntimeError("Closure use is not currently supported if GradScaler is enabled.")
-        state = self._state(optimizer)
+        state = self._state(optimizer, "GradScaler.step")
         if state["stage"] is _STEPPED:
             raise RuntimeError("step() has already been called since the last update().")
         if state["stage"] is _READY:
@@ -210,7 +235,10 @@ class GradScaler:
         if not self._enabled:
             return
         if new_scale is not None:
-            self._scale = _f32(new_scale.item() if isinstance(new_scale, Tensor) else new_scale)
+            value = new_scale.item() if isinstance(new_scale, Tensor) else new_scale
+            if not _number(value, "new_scale", "GradScaler.update") > 0:
+                raise ValueError(f"[GradScaler.update] new_scale must be positive, got {value}")
+            self._scale = _f32(value)
         else:
             checked = [s for s in self._per_optimizer.values() if s["flags"] is not None]
             if not checked:
@@ -237,9 +265,19 @@ class GradScaler:
     def load_state_dict(self, state_dict):
         if not self._enabled:
             return
+        fn = "GradScaler.load_state_dict"
+        if not isinstance(state_dict, dict):
+            raise TypeError(f"[{fn}] expected a dict from state_dict(), got "
+                            f"{type(state_dict).__name__}")
         if len(state_dict) == 0:
-            raise RuntimeError("The source state dict is empty, possibly because it was saved "
-                               "from a disabled instance of GradScaler.")
+            raise RuntimeError(f"[{fn}] The source state dict is empty, possibly because it was "
+                               "saved from a disabled instance of GradScaler.")
+        keys = ("scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker")
+        missing = [k for k in keys if k not in state_dict]
+        if missing:
+            raise ValueError(f"[{fn}] the state dict lacks {missing}")
+        for k in keys:
+            _number(state_dict[k], k, fn)
         self._scale = _f32(state_dict["scale"])
         self._growth_factor = float(state_dict["growth_factor"])
         self._backoff_factor = float(state_dict["backoff_factor"])

@@ -15,6 +15,7 @@ backward (``torch.autograd.Function``'s interface).
 """
 import contextlib
 import functools
+import numbers
 import threading
 
 from . import _core
@@ -151,35 +152,65 @@ def grad(outputs, inputs=None, grad_outputs=None, *, argnums=0):
         if inputs is not None:
             argnums = inputs
         fn = outputs
+        value_grad = value_and_grad(fn, argnums)  # checks argnums now
 
         @functools.wraps(fn)
         def grad_fn(*args, **kwargs):
-            return value_and_grad(fn, argnums)(*args, **kwargs)[1]
+            return value_grad(*args, **kwargs)[1]
         return grad_fn
     single = isinstance(inputs, _core.Tensor)
-    outs = [outputs] if isinstance(outputs, _core.Tensor) else list(outputs)
-    ins = [inputs] if single else list(inputs)
+    outs = _tensor_list(outputs, "outputs")
+    ins = _tensor_list(inputs, "inputs")
     if grad_outputs is None:
         gos = []
     else:
-        gos = [grad_outputs] if isinstance(grad_outputs, _core.Tensor) else list(grad_outputs)
+        gos = _tensor_list(grad_outputs, "grad_outputs", allow_none=True)
     result = _functional_grad(outs, ins, gos)
     return result[0] if single else tuple(result)
 
 
+def _tensor_list(v, what, allow_none=False):
+    """A tensor or a sequence of tensors (None entries where allowed) as a list."""
+    if isinstance(v, _core.Tensor):
+        return [v]
+    if isinstance(v, (list, tuple)) and all(
+            isinstance(t, _core.Tensor) or (allow_none and t is None) for t in v):
+        return list(v)
+    raise TypeError(f"[grad] {what} must be a tensor or a sequence of tensors, got "
+                    f"{type(v).__name__}")
+
+
+def _check_argnums(argnums):
+    """argnums as a tuple of ints (an int or a non-empty sequence of them)."""
+    def is_int(v):
+        return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+    if is_int(argnums):
+        return (int(argnums),)
+    if isinstance(argnums, (tuple, list)) and argnums and all(is_int(i) for i in argnums):
+        if len(set(argnums)) != len(argnums):
+            raise ValueError(f"[grad] argnums must not repeat an argument, got {argnums!r}")
+        return tuple(int(i) for i in argnums)
+    raise TypeError(f"[grad] argnums must be an int or a non-empty tuple of ints, got "
+                    f"{argnums!r}")
+
+
 def value_and_grad(fn, argnums=0):
-    """A function returning ``(fn(*args), gradient)``; see :func:`grad`."""
-    single = isinstance(argnums, int)
-    nums = (argnums,) if single else tuple(argnums)
+    """A function returning ``(fn(*args), gradient)``; see :func:`grad`.
+    Negative argnums count from the last positional argument."""
+    if not callable(fn):
+        raise TypeError(f"[grad] fn must be callable, got {type(fn).__name__}")
+    single = isinstance(argnums, numbers.Integral) and not isinstance(argnums, bool)
+    nums = _check_argnums(argnums)
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         args = list(args)
         wrt, builders = [], []
         for i in nums:
-            if i >= len(args):
+            if not -len(args) <= i < len(args):
                 raise ValueError(f"[grad] argnums {i} is out of range for "
                                  f"{len(args)} positional arguments")
+            i %= len(args)
             leaves, build = _flatten(args[i], "grad")
             fresh = []
             for t in leaves:

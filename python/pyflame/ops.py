@@ -19,7 +19,37 @@ def _shape(args, fn, allow_minus_one=False):
         raise ValueError(f"[{fn}] shape must be integers, got {args!r}") from None
     if not allow_minus_one and any(d < 0 for d in shape):
         raise ValueError(f"[{fn}] negative dimension in shape {tuple(shape)}")
+    if any(not _INT64_MIN <= d <= _INT64_MAX for d in shape):
+        raise ValueError(f"[{fn}] dimension out of the int64 range in shape {tuple(shape)}")
     return shape
+
+
+_INT64_MIN, _INT64_MAX = -2**63, 2**63 - 1
+
+
+def _int(value, what, fn, optional=False):
+    """An integer argument that fits int64 (None where optional)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool):
+        raise TypeError(f"[{fn}] {what} must be an integer, got a bool")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"[{fn}] {what} must be an integer, got {type(value).__name__}") from None
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise ValueError(f"[{fn}] {what} {value} is out of the int64 range")
+    return value
+
+
+def _number(value, what, fn):
+    """A real number argument (Python, NumPy or a one-element tensor) as float."""
+    if isinstance(value, _core.Tensor) and value.size == 1:
+        value = value.item()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (builtins.int, builtins.float,
+                                                                      np.integer, np.floating)):
+        raise TypeError(f"[{fn}] {what} must be a real number, got {type(value).__name__}")
+    return builtins.float(value)
 
 
 def _leaf(t, requires_grad):
@@ -60,6 +90,7 @@ def full(shape, fill_value, dtype=None, device=None):
             "int64" if isinstance(fill_value, builtins.int) else "float32")
     dtype = _core._dtype(dtype, "full")
     if isinstance(fill_value, (builtins.int, np.integer)) and builtins.abs(fill_value) > 2**53:
+        _int(fill_value, "fill_value", "full")
         # Beyond float64's exact integers: fill on the host rather than round.
         out = tensor(np.full(_shape((shape,), "full"), fill_value, dtype=np.int64), device=device)
         return out.astype(dtype)
@@ -70,28 +101,38 @@ def full(shape, fill_value, dtype=None, device=None):
     return _core.full(_shape((shape,), "full"), value, dtype, device)
 
 
+def _like(x, value, dtype, device, fn):
+    if not isinstance(x, _core.Tensor):
+        raise TypeError(f"[{fn}] expected a pyflame.Tensor, got {type(x).__name__}")
+    return _core.full(list(x.shape), value, x.dtype if dtype is None else dtype,
+                      x.device if device is None else device, fn)
+
+
 def zeros_like(x, dtype=None, device=None):
-    return _core.full(list(x.shape), 0.0, x.dtype if dtype is None else dtype,
-                      x.device if device is None else device, "zeros_like")
+    return _like(x, 0.0, dtype, device, "zeros_like")
 
 
 def ones_like(x, dtype=None, device=None):
-    return _core.full(list(x.shape), 1.0, x.dtype if dtype is None else dtype,
-                      x.device if device is None else device, "ones_like")
+    return _like(x, 1.0, dtype, device, "ones_like")
 
 
 def arange(start, stop=None, step=1, dtype=None, device=None):
     """Like numpy.arange: integer arguments give int64 unless a dtype is given."""
     if stop is None:
         start, stop = 0, start
+    values = [_number(v, what, "arange") for v, what in ((start, "start"), (stop, "stop"),
+                                                          (step, "step"))]
     if dtype is None:
         ints = all(isinstance(v, (builtins.int, np.integer)) for v in (start, stop, step))
         dtype = "int64" if ints else "float32"
-    return _core.arange(builtins.float(start), builtins.float(stop), builtins.float(step), dtype, device)
+    return _core.arange(*values, dtype, device)
 
 
 def eye(n, m=None, k=0, dtype=None, device=None):
-    return _core.eye(n, m, k, dtype, device)
+    n, m = _int(n, "n", "eye"), _int(m, "m", "eye", optional=True)
+    if n < 0 or (m is not None and m < 0):  # the core reads m=-1 as "m = n"
+        raise ValueError(f"[eye] negative dimension: n={n}, m={m}")
+    return _core.eye(n, m, _int(k, "k", "eye"), dtype, device)
 
 
 def rand(*shape, dtype=None, device=None, requires_grad=False):
@@ -108,7 +149,8 @@ def randint(low, high=None, size=(), dtype=None, device=None):
         low, high = 0, low
     if isinstance(size, builtins.int):
         size = (size,)
-    return _core.randint(low, high, _shape((size,), "randint"), dtype, device)
+    return _core.randint(_int(low, "low", "randint"), _int(high, "high", "randint"),
+                         _shape((size,), "randint"), dtype, device)
 
 
 def reshape(x, *shape):

@@ -7,6 +7,7 @@ them; using a missing one raises AttributeError naming the op. A few are
 defined here: ``linear``, ``softmax``/``log_softmax`` with torch's ``dim``
 argument, ``flatten`` and ``binary_cross_entropy`` (an alias of ``bce_loss``).
 """
+import numbers
 import sys
 import warnings
 
@@ -54,11 +55,22 @@ def __dir__():
     return sorted(set(globals()) | set(__all__))
 
 
+def _tensor_arg(x, what, fn):
+    """A tensor argument (a Parameter's data), else a TypeError naming it."""
+    if isinstance(x, Parameter):
+        x = x.data
+    if not isinstance(x, _core.Tensor):
+        raise TypeError(f"[{fn}] {what} must be a pyflame.Tensor, got {type(x).__name__}")
+    return x
+
+
 def linear(input, weight, bias=None):  # noqa: A002  (torch's argument name)
     """``input @ weight.T + bias`` with weight of shape (out_features,
     in_features) and bias (out_features,); input (..., in_features)."""
     input, weight, bias = (a.data if isinstance(a, Parameter) else a
                            for a in (input, weight, bias))
+    if bias is not None:
+        bias = _tensor_arg(bias, "bias", "linear")
     if not isinstance(weight, _core.Tensor) or weight.ndim != 2:
         shape = getattr(weight, "shape", None)
         raise ValueError(f"[linear] weight must be a 2-D tensor (out_features, in_features), "
@@ -81,8 +93,17 @@ def _implicit_dim(name, ndim):
     return 0 if ndim in (0, 1, 3) else 1
 
 
+def _dim(dim, fn, allow_none=True):
+    if (dim is None and not allow_none) or (dim is not None and (
+            isinstance(dim, bool) or not isinstance(dim, numbers.Integral))):
+        raise TypeError(f"[{fn}] dim must be an integer{' or None' if allow_none else ''}, got "
+                        f"{type(dim).__name__}")
+    return dim
+
+
 def softmax(input, dim=None, dtype=None):  # noqa: A002
     """softmax along ``dim`` (torch's implicit dim, with its warning, if None)."""
+    input, dim = _tensor_arg(input, "input", "softmax"), _dim(dim, "softmax")
     if dtype is not None:
         input = input.astype(dtype)
     if dim is None:
@@ -91,6 +112,7 @@ def softmax(input, dim=None, dtype=None):  # noqa: A002
 
 
 def log_softmax(input, dim=None, dtype=None):  # noqa: A002
+    input, dim = _tensor_arg(input, "input", "log_softmax"), _dim(dim, "log_softmax")
     if dtype is not None:
         input = input.astype(dtype)
     if dim is None:
@@ -99,4 +121,5 @@ def log_softmax(input, dim=None, dtype=None):  # noqa: A002
 
 
 def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
-    return _core.flatten(input, start_dim, end_dim)
+    input = _tensor_arg(input, "input", "flatten")
+    return _core.flatten(input, _dim(start_dim, "flatten", False), _dim(end_dim, "flatten", False))

@@ -2,7 +2,7 @@
 import math
 
 from .. import _core
-from .optimizer import Optimizer, _check_range
+from .optimizer import Optimizer, _check_betas, _check_range
 
 
 class Adam(Optimizer):
@@ -22,12 +22,12 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, maximize=False):
-        _check_range(lr, "learning rate")
-        _check_range(eps, "epsilon value")
-        _check_range(betas[0], "beta parameter at index 0", 0.0, 1.0)
-        _check_range(betas[1], "beta parameter at index 1", 0.0, 1.0)
-        _check_range(weight_decay, "weight_decay value")
-        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
+        fn = type(self).__name__
+        _check_range(lr, "learning rate", fn=fn)
+        _check_range(eps, "epsilon value", fn=fn)
+        betas = _check_betas(betas, fn)
+        _check_range(weight_decay, "weight_decay value", fn=fn)
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps,
                                       weight_decay=weight_decay, amsgrad=amsgrad,
                                       maximize=maximize))
 

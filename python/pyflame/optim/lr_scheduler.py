@@ -6,6 +6,7 @@ parameter group's ``lr``, as torch does, so ``get_last_lr()`` matches
 torch's value for value; ``step(epoch)`` uses the closed form.
 """
 import math
+import numbers
 import warnings
 from bisect import bisect_right
 from collections import Counter
@@ -24,8 +25,10 @@ class LRScheduler:
     ``last_epoch``, and takes the first step at construction."""
 
     def __init__(self, optimizer, last_epoch=-1, verbose=False):
+        fn = type(self).__name__
         if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+            raise TypeError(f"[{fn}] {type(optimizer).__name__} is not an Optimizer")
+        _int(last_epoch, "last_epoch", fn, -1)
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
@@ -56,6 +59,8 @@ class LRScheduler:
                           "`get_last_lr()`.", UserWarning, stacklevel=3)
 
     def step(self, epoch=None):
+        if epoch is not None:
+            _int(epoch, "epoch", f"{type(self).__name__}.step", 0)
         self._step_count += 1
         self._get_lr_called_within_step = True
         try:
@@ -80,18 +85,45 @@ class LRScheduler:
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
 
     def load_state_dict(self, state_dict):
+        fn = f"{type(self).__name__}.load_state_dict"
+        if not isinstance(state_dict, dict):
+            raise TypeError(f"[{fn}] expected a dict from state_dict(), got "
+                            f"{type(state_dict).__name__}")
+        missing = sorted(k for k in ("base_lrs", "last_epoch") if k not in state_dict)
+        if missing:
+            raise ValueError(f"[{fn}] the state dict lacks {missing} (expected the output of "
+                             "state_dict())")
         self.__dict__.update(state_dict)
 
 
 _LRScheduler = LRScheduler  # torch < 2.0's name
 
 
+def _int(value, what, fn, low):
+    """An integer argument >= low (bools are not integers here)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"[{fn}] {what} must be an integer, got {type(value).__name__} "
+                        f"{value!r}")
+    if value < low:
+        raise ValueError(f"[{fn}] {what} must be >= {low}, got {value}")
+    return int(value)
+
+
+def _real(value, what, fn):
+    """A finite real number argument."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+            not math.isfinite(value):
+        raise (ValueError if isinstance(value, numbers.Real) and not isinstance(value, bool)
+               else TypeError)(f"[{fn}] {what} must be a finite real number, got {value!r}")
+    return value
+
+
 class StepLR(LRScheduler):
     """Multiplies the lr by ``gamma`` every ``step_size`` steps."""
 
     def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1, verbose=False):
-        self.step_size = step_size
-        self.gamma = gamma
+        self.step_size = _int(step_size, "step_size", "StepLR", 1)
+        self.gamma = _real(gamma, "gamma", "StepLR")
         super().__init__(optimizer, last_epoch, verbose)
 
     def get_lr(self):
@@ -110,8 +142,11 @@ class MultiStepLR(LRScheduler):
     """Multiplies the lr by ``gamma`` at each of the ``milestones``."""
 
     def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1, verbose=False):
-        self.milestones = Counter(milestones)
-        self.gamma = gamma
+        if not isinstance(milestones, (list, tuple, set, range)):
+            raise TypeError(f"[MultiStepLR] milestones must be a list of integers, got "
+                            f"{type(milestones).__name__}")
+        self.milestones = Counter(_int(m, "each milestone", "MultiStepLR", 0) for m in milestones)
+        self.gamma = _real(gamma, "gamma", "MultiStepLR")
         super().__init__(optimizer, last_epoch, verbose)
 
     def get_lr(self):
@@ -131,7 +166,7 @@ class ExponentialLR(LRScheduler):
     """Multiplies the lr by ``gamma`` every step."""
 
     def __init__(self, optimizer, gamma, last_epoch=-1, verbose=False):
-        self.gamma = gamma
+        self.gamma = _real(gamma, "gamma", "ExponentialLR")
         super().__init__(optimizer, last_epoch, verbose)
 
     def get_lr(self):
@@ -151,8 +186,10 @@ class CosineAnnealingLR(LRScheduler):
     does): eta_min + (base_lr - eta_min) * (1 + cos(pi * t / T_max)) / 2."""
 
     def __init__(self, optimizer, T_max, eta_min=0, last_epoch=-1, verbose=False):  # noqa: N803
-        self.T_max = T_max
-        self.eta_min = eta_min
+        self.T_max = _real(T_max, "T_max", "CosineAnnealingLR")
+        if T_max <= 0:
+            raise ValueError(f"[CosineAnnealingLR] T_max must be positive, got {T_max}")
+        self.eta_min = _real(eta_min, "eta_min", "CosineAnnealingLR")
         super().__init__(optimizer, last_epoch, verbose)
 
     def get_lr(self):

@@ -2,6 +2,7 @@
 and state dicts, in the shape of ``torch.optim.Optimizer``."""
 import collections.abc
 import math
+import numbers
 import warnings
 
 import numpy as np
@@ -110,6 +111,9 @@ class Optimizer:
                             f"Tensors or dicts, but got {type(params).__name__}")
         if isinstance(params, set):
             raise TypeError(_SET_ERROR)
+        if not isinstance(params, collections.abc.Iterable):
+            raise TypeError(f"[{type(self).__name__}] params must be an iterable of Tensors or "
+                            f"dicts, got {type(params).__name__}")
         groups = list(params)
         if not groups:
             raise ValueError("optimizer got an empty parameter list")
@@ -134,13 +138,21 @@ class Optimizer:
     def add_param_group(self, param_group):
         """Adds a group of parameters (a dict with ``params`` and options; the
         options it leaves out take the optimizer's defaults)."""
+        fn = f"{type(self).__name__}.add_param_group"
         if not isinstance(param_group, dict):
-            raise TypeError(f"param group must be a dict, got {type(param_group).__name__}")
+            raise TypeError(f"[{fn}] param group must be a dict, got "
+                            f"{type(param_group).__name__}")
+        if "params" not in param_group:
+            raise ValueError(f"[{fn}] a param group needs a 'params' entry, got keys "
+                             f"{sorted(param_group)}")
         params = param_group["params"]
         if isinstance(params, (Tensor, Parameter)):
             params = [params]
         elif isinstance(params, set):
             raise TypeError(_SET_ERROR)
+        elif not isinstance(params, collections.abc.Iterable):
+            raise TypeError(f"[{fn}] params must be a Tensor or an iterable of Tensors, got "
+                            f"{type(params).__name__}")
         params = [_tensor_of(p) for p in params]
         for p in params:
             if not isinstance(p, Tensor):
@@ -177,6 +189,9 @@ class Optimizer:
         (optional) re-evaluates the model and returns the loss; it runs with
         grad enabled before the update. Returns its loss."""
         loss = None
+        if closure is not None and not callable(closure):
+            raise TypeError(f"[{type(self).__name__}.step] closure must be callable, got "
+                            f"{type(closure).__name__}")
         if closure is not None:
             with enable_grad():
                 loss = closure()
@@ -216,29 +231,75 @@ class Optimizer:
     def load_state_dict(self, state_dict):
         """Restores options and state from ``state_dict()`` output (state
         tensors move to each parameter's device and dtype)."""
-        saved = state_dict["param_groups"]
+        fn = f"{type(self).__name__}.load_state_dict"
+        saved = _check_state_dict(state_dict, fn)
         if len(saved) != len(self.param_groups):
-            raise ValueError("loaded state dict has a different number of parameter groups")
+            raise ValueError(f"[{fn}] loaded state dict has a different number of parameter "
+                             "groups")
         if any(len(s["params"]) != len(g["params"]) for s, g in zip(saved, self.param_groups)):
-            raise ValueError("loaded state dict contains a parameter group that doesn't match "
-                             "the size of optimizer's group")
+            raise ValueError(f"[{fn}] loaded state dict contains a parameter group that doesn't "
+                             "match the size of optimizer's group")
         by_index = {i: p for s, g in zip(saved, self.param_groups)
                     for i, p in zip(s["params"], g["params"])}
         state = _State()
         for i, entry in state_dict["state"].items():
             if i in by_index:
+                if not isinstance(entry, dict):
+                    raise TypeError(f"[{fn}] the state of parameter {i} must be a dict, got "
+                                    f"{type(entry).__name__}")
                 p = by_index[i]
                 state[p] = {k: _state_value(p, k, v) for k, v in entry.items()}
         groups = []
         for s, g in zip(saved, self.param_groups):
-            group = {k: v for k, v in s.items() if k != "params"}
+            group = {k: v for k, v in g.items() if k != "params"}  # options it lacks stay
+            group.update((k, v) for k, v in s.items() if k != "params")
             group["params"] = g["params"]
             groups.append(group)
         self.state, self.param_groups = state, groups
 
 
-def _check_range(value, name, low=0.0, high=None, closed_high=False):
-    """torch's 'Invalid ... value' checks."""
+def _check_state_dict(state_dict, fn):
+    """The parameter groups of an optimizer state dict, after checking its
+    layout ({"state": dict, "param_groups": [{"params": [...], ...}]})."""
+    if not isinstance(state_dict, collections.abc.Mapping):
+        raise TypeError(f"[{fn}] expected a dict from state_dict(), got "
+                        f"{type(state_dict).__name__}")
+    for key, kind in (("state", collections.abc.Mapping), ("param_groups", (list, tuple))):
+        if key not in state_dict:
+            raise ValueError(f"[{fn}] the state dict has no {key!r} entry (expected the output "
+                             "of Optimizer.state_dict())")
+        if not isinstance(state_dict[key], kind):
+            raise TypeError(f"[{fn}] state_dict[{key!r}] must be a "
+                            f"{'dict' if key == 'state' else 'list'}, got "
+                            f"{type(state_dict[key]).__name__}")
+    groups = state_dict["param_groups"]
+    for i, g in enumerate(groups):
+        if not isinstance(g, collections.abc.Mapping) or \
+                not isinstance(g.get("params"), (list, tuple)):
+            raise ValueError(f"[{fn}] param_groups[{i}] must be a dict with a 'params' list, "
+                             f"got {g!r}")
+    return groups
+
+
+def _check_range(value, name, low=0.0, high=None, closed_high=False, fn="Optimizer"):
+    """torch's 'Invalid ... value' checks, after a check that the value is a
+    real number (a string or None would fail the comparison obscurely)."""
+    if isinstance(value, Tensor) and value.size == 1:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"[{fn}] {name} must be a real number, got {type(value).__name__} "
+                        f"{value!r}")
     ok = value >= low and (high is None or (value <= high if closed_high else value < high))
-    if not ok or (isinstance(value, float) and math.isnan(value)):
-        raise ValueError(f"Invalid {name}: {value}")
+    if not ok or math.isnan(value):
+        raise ValueError(f"[{fn}] Invalid {name}: {value}")
+
+
+def _check_betas(betas, fn):
+    """A pair of coefficients in [0, 1), as torch's Adam takes them."""
+    try:
+        b1, b2 = betas
+    except (TypeError, ValueError):
+        raise TypeError(f"[{fn}] betas must be a pair of numbers, got {betas!r}") from None
+    _check_range(b1, "beta parameter at index 0", 0.0, 1.0, fn=fn)
+    _check_range(b2, "beta parameter at index 1", 0.0, 1.0, fn=fn)
+    return (b1, b2)

@@ -1,4 +1,6 @@
 """Stochastic gradient descent (``torch.optim.SGD``)."""
+import math
+
 from .optimizer import Optimizer, _check_range, required
 
 
@@ -16,11 +18,12 @@ class SGD(Optimizer):
     def __init__(self, params, lr=required, momentum=0, dampening=0, weight_decay=0,
                  nesterov=False, *, maximize=False):
         if lr is not required:
-            _check_range(lr, "learning rate")
-        _check_range(momentum, "momentum value")
-        _check_range(weight_decay, "weight_decay value")
+            _check_range(lr, "learning rate", fn="SGD")
+        _check_range(momentum, "momentum value", fn="SGD")
+        _check_range(dampening, "dampening value", low=-math.inf, fn="SGD")
+        _check_range(weight_decay, "weight_decay value", fn="SGD")
         if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+            raise ValueError("[SGD] Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov,
                                       maximize=maximize))

@@ -20,6 +20,8 @@ As in PyTorch, layers with side effects run twice (a training-mode
 BatchNorm inside ``fn`` updates its running statistics in the forward pass
 and again in the recomputation).
 """
+import numbers
+
 from .. import _core
 from ..autograd import (Function, _backward_mode, _current_grad_inputs, _functional_grad,
                         enable_grad, is_grad_enabled)
@@ -115,9 +117,15 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None,  # noq
     """Runs a Sequential (or a list of callables) in ``segments`` chunks,
     checkpointing every chunk but the last (``torch.utils.checkpoint.
     checkpoint_sequential``)."""
+    fn = "checkpoint_sequential"
     if hasattr(functions, "children") and callable(functions.children):
         functions = list(functions.children())
+    if not isinstance(functions, (list, tuple)) or not all(callable(f) for f in functions):
+        raise TypeError(f"[{fn}] functions must be a Sequential or a list of callables, got "
+                        f"{type(functions).__name__}")
     functions = list(functions)
+    if isinstance(segments, bool) or not isinstance(segments, numbers.Integral):
+        raise TypeError(f"[{fn}] segments must be an integer, got {type(segments).__name__}")
     if not 0 < segments <= max(len(functions), 1):
         raise ValueError(f"[checkpoint_sequential] segments must be in [1, {len(functions)}], "
                          f"got {segments}")

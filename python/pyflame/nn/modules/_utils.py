@@ -1,6 +1,7 @@
 """Helpers shared by the layers."""
 import collections.abc
 import math
+import numbers
 import operator
 from itertools import repeat
 
@@ -32,6 +33,18 @@ def check_positive_int(value, what, layer, allow_zero=False):
         raise ValueError(f"[{layer}] {what} must be {'non-negative' if allow_zero else 'positive'}"
                          f", got {v}")
     return v
+
+
+def check_real(value, what, layer, low=None, allow_none=False):
+    """A real number (>= low when given; None where allowed), else the
+    layer's TypeError/ValueError, at construction rather than at first use."""
+    if value is None and allow_none:
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
+        raise TypeError(f"[{layer}] {what} must be a real number, got {value!r}")
+    if low is not None and value < low:
+        raise ValueError(f"[{layer}] {what} must be >= {low}, got {value}")
+    return value
 
 
 def empty_parameter(shape, device=None, dtype=None):

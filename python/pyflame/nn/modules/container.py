@@ -1,4 +1,5 @@
 """Containers: Sequential, ModuleList, ModuleDict."""
+import collections.abc
 import operator
 from collections import OrderedDict
 
@@ -55,6 +56,9 @@ class _ModuleSequence(Module):
         return self
 
     def extend(self, modules):
+        if not isinstance(modules, collections.abc.Iterable) or isinstance(modules, Module):
+            raise TypeError(f"[{type(self).__name__}.extend] expected an iterable of Modules, "
+                            f"got {type(modules).__name__}")
         for m in modules:
             self.append(m)
         return self
@@ -160,7 +164,14 @@ class ModuleDict(Module):
 
     def update(self, modules):
         items = modules.items() if hasattr(modules, "items") else modules
-        for key, m in items:
+        if not isinstance(items, collections.abc.Iterable) or isinstance(modules, Module):
+            raise TypeError(f"[ModuleDict.update] expected a mapping or an iterable of (name, "
+                            f"Module) pairs, got {type(modules).__name__}")
+        for item in items:
+            if not isinstance(item, (tuple, list)) or len(item) != 2:
+                raise TypeError(f"[ModuleDict.update] expected (name, Module) pairs, got "
+                                f"{item!r}")
+            key, m = item
             self[key] = m
 
     def forward(self, *args, **kwargs):

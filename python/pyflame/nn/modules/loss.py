@@ -2,7 +2,7 @@
 from ... import _core
 from .. import functional as F
 from ..parameter import Parameter
-from ._utils import check_reduction
+from ._utils import check_real, check_reduction
 from .module import Module
 
 
@@ -37,6 +37,7 @@ class CrossEntropyLoss(_WeightedLoss):
 
     def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
         super().__init__(weight, reduction)
+        check_real(label_smoothing, "label_smoothing", "CrossEntropyLoss")
         if not 0.0 <= label_smoothing <= 1.0:
             raise ValueError(f"[CrossEntropyLoss] label_smoothing must be between 0.0 and 1.0, "
                              f"got {label_smoothing}")

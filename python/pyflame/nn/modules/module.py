@@ -151,7 +151,8 @@ class Module:
         if name == "":
             raise KeyError('module name can\'t be empty string ""')
         if module is not None and not isinstance(module, Module):
-            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+            raise TypeError(f"[{type(self).__name__}.add_module] {type(module).__name__} is not a "
+                            "Module subclass")
         self._modules[name] = module
 
     register_module = add_module

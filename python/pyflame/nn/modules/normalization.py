@@ -5,7 +5,7 @@ from ... import _core
 from ... import ops as _ops
 from .. import functional as F
 from .. import init
-from ._utils import check_positive_int, empty_parameter
+from ._utils import check_positive_int, check_real, empty_parameter
 from .module import Module
 
 
@@ -30,9 +30,10 @@ class _BatchNorm(Module):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
                  track_running_stats=True, device=None, dtype=None):
         super().__init__()
-        self.num_features = check_positive_int(num_features, "num_features", type(self).__name__)
-        self.eps = eps
-        self.momentum = momentum
+        name = type(self).__name__
+        self.num_features = check_positive_int(num_features, "num_features", name)
+        self.eps = check_real(eps, "eps", name, low=0)
+        self.momentum = check_real(momentum, "momentum", name, allow_none=True)
         self.affine = affine
         self.track_running_stats = track_running_stats
         if affine:
@@ -67,6 +68,9 @@ class _BatchNorm(Module):
             init.zeros_(self._parameters["bias"])
 
     def _check_input_dim(self, x):
+        if not isinstance(x, _core.Tensor):
+            raise TypeError(f"[{type(self).__name__}] expected a pyflame.Tensor input, got "
+                            f"{type(x).__name__}")
         if x.ndim not in self._expected_dims:
             want = " or ".join(f"{d}D" for d in self._expected_dims)
             raise ValueError(f"[{type(self).__name__}] expected {want} input (got {x.ndim}D "
@@ -123,13 +127,17 @@ class BatchNorm3d(_BatchNorm):
 
 
 def _shape_tuple(normalized_shape, layer):
-    if isinstance(normalized_shape, numbers.Integral) and not isinstance(normalized_shape, bool):
-        return (int(normalized_shape),)
+    dims = (normalized_shape,) if isinstance(normalized_shape, numbers.Integral) else \
+        normalized_shape
     try:
-        shape = tuple(int(d) for d in normalized_shape)
+        shape = tuple(dims)
     except TypeError:
+        shape = None
+    if shape is None or isinstance(normalized_shape, (str, bool)) or not all(
+            isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in shape):
         raise TypeError(f"[{layer}] normalized_shape must be an int or a sequence of ints, got "
-                        f"{normalized_shape!r}") from None
+                        f"{normalized_shape!r}")
+    shape = tuple(int(d) for d in shape)
     if any(d <= 0 for d in shape):
         raise ValueError(f"[{layer}] normalized_shape must be positive, got {shape}")
     return shape
@@ -144,7 +152,7 @@ class LayerNorm(Module):
                  device=None, dtype=None):
         super().__init__()
         self.normalized_shape = _shape_tuple(normalized_shape, "LayerNorm")
-        self.eps = eps
+        self.eps = check_real(eps, "eps", "LayerNorm", low=0)
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
             self.weight = empty_parameter(self.normalized_shape, device, dtype)
@@ -185,7 +193,7 @@ class GroupNorm(Module):
                              f"num_groups ({num_groups})")
         self.num_groups = num_groups
         self.num_channels = num_channels
-        self.eps = eps
+        self.eps = check_real(eps, "eps", "GroupNorm", low=0)
         self.affine = affine
         if affine:
             self.weight = empty_parameter((num_channels,), device, dtype)
@@ -216,7 +224,7 @@ class RMSNorm(Module):
                  dtype=None):
         super().__init__()
         self.normalized_shape = _shape_tuple(normalized_shape, "RMSNorm")
-        self.eps = 1e-6 if eps is None else eps
+        self.eps = 1e-6 if eps is None else check_real(eps, "eps", "RMSNorm", low=0)
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
             self.weight = empty_parameter(self.normalized_shape, device, dtype)

@@ -26,6 +26,8 @@ class Embedding(Module):
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         if padding_idx is not None:
+            check_positive_int(abs(padding_idx) if isinstance(padding_idx, int) else padding_idx,
+                               "padding_idx", "Embedding", allow_zero=True)
             if padding_idx > 0:
                 if padding_idx >= num_embeddings:
                     raise ValueError("[Embedding] padding_idx must be within num_embeddings")
@@ -43,6 +45,9 @@ class Embedding(Module):
             self.reset_parameters()
         else:
             w = _weight.data if isinstance(_weight, Parameter) else _weight
+            if not isinstance(w, _core.Tensor):
+                raise TypeError(f"[Embedding] _weight must be a pyflame.Tensor, got "
+                                f"{type(w).__name__}")
             if tuple(w.shape) != (num_embeddings, embedding_dim):
                 raise ValueError(f"[Embedding] shape of _weight {tuple(w.shape)} does not "
                                  f"match (num_embeddings, embedding_dim) = "
@@ -74,6 +79,9 @@ class Embedding(Module):
                         norm_type=2.0, scale_grad_by_freq=False, sparse=False):
         """An Embedding whose weight is the given 2-D tensor (not copied)."""
         w = embeddings.data if isinstance(embeddings, Parameter) else embeddings
+        if not isinstance(w, _core.Tensor):
+            raise TypeError(f"[Embedding.from_pretrained] embeddings must be a pyflame.Tensor, "
+                            f"got {type(w).__name__}")
         if w.ndim != 2:
             raise ValueError("[Embedding.from_pretrained] embeddings must be 2-dimensional")
         rows, cols = w.shape
