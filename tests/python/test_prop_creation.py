@@ -44,8 +44,6 @@ def test_zeros_ones_full(device, data):
     check(pf.ones_like(like), np.ones(shape, NP_OF[dtype]), dtype)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 16 (relcore): full() of NaN with an integer dtype "
-                   "gives INT_MIN; NumPy and torch raise")
 def test_full_nan_int_raises(device):
     raises_clean(ValueError, pf.full, (2,), float("nan"), dtype=pf.int32)
 
@@ -72,8 +70,6 @@ def test_arange(device, data):
         raises_clean(ValueError, pf.arange, 0, bad)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 16 (relcore): arange with a step below float32's "
-                   "resolution returns an empty tensor instead of raising")
 def test_arange_tiny_step(device):
     raises_clean(ValueError, pf.arange, 0.0, 1.0, 1e-19)
 
@@ -150,23 +146,6 @@ _ISOLATED = {
 }
 _ISOLATED.update({f"{op}_{'x'.join(str(d) for d in shape)}": (code.format(s=shape), "ValueError")
                   for shape in _OVERFLOW_SHAPES for op, code in _OVERFLOW_CALLS.items()})
-_XFAIL = {  # cases failing before the relcore fixes (issue 16)
-    "zeros_2_62_sum": "segfault: the byte count overflows",
-    "ones_2_40_squared": "the element count wraps to 0 and sum gives 0.0",
-    "eye_2_31": "segfault: byte count overflow",
-    "arange_2_62": "segfault",
-    "broadcast_add": "segfault",
-    "rand_2_62": "segfault",
-    "randint_2_62": "segfault",
-    "concat_big": "segfault",
-    "reshape_empty_to_huge": "accepted",
-    "zeros_int64_max_bytes": "byte count overflow",
-    "alloc_too_big": "std::bad_alloc leaks as MemoryError",
-    "getitem_2_63": "std::bad_cast leaks",
-}
-_XFAIL.update({name: "the element count is not checked for overflow" for name in _ISOLATED
-               if any(name.startswith(op + "_") for op in _OVERFLOW_CALLS)})
-
 _CHILD = textwrap.dedent("""
     import json, sys
     import pyflame as pf
@@ -213,18 +192,7 @@ def _run_isolated(device):
     return out
 
 
-def _mark(name):
-    """Known failures (issue 16, relcore) are strict xfails; reshape's are
-    not strict: its wrapped size product rejects most overflowing targets by
-    chance (undefined behaviour: they crash under UBSan)."""
-    if name not in _XFAIL:
-        return name
-    strict = not name.startswith("reshape")
-    return pytest.param(name, marks=pytest.mark.xfail(
-        strict=strict, reason=f"issue 16 (relcore): {_XFAIL[name]}"))
-
-
-@pytest.mark.parametrize("case", [_mark(name) for name in _ISOLATED])
+@pytest.mark.parametrize("case", list(_ISOLATED))
 def test_huge_sizes_isolated(device, case):
     kind, msg = _run_isolated(device)[case]
     code, want = _ISOLATED[case]

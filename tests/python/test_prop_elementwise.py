@@ -174,8 +174,6 @@ def test_weak_scalars(device, op, data):
         check(_OPERATOR[op](a, b), want, t)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 16 (relcore): integer ** negative integer "
-                   "scalar gives 0 instead of raising ValueError like NumPy/torch")
 def test_int_pow_negative_scalar_raises(device):
     raises_clean(ValueError, lambda: pf.tensor([2, 3]) ** -1)
 

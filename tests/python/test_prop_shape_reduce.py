@@ -184,8 +184,6 @@ def test_squeeze_unsqueeze(device, data):
                  data.draw(st.integers(0, 3)))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 16 (relcore): squeeze accepts a repeated axis "
-                   "(NumPy raises ValueError)")
 def test_squeeze_repeated_axis_raises(device):
     raises_clean(ValueError, pf.squeeze, pf.zeros((1, 2)), (0, 0))
 
@@ -323,14 +321,10 @@ def test_getitem_out_of_range(device, data):
     still_usable()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 16 (relcore): getitem with an index beyond int64 "
-                   "leaks std::bad_cast instead of a clean IndexError")
 def test_getitem_index_beyond_int64(device):
     raises_clean(IndexError, lambda: pf.ones(3)[2**63])
 
 
-@pytest.mark.xfail(strict=True, reason="issue 16 (relcore): x[True] returns x[1]; NumPy and "
-                   "torch add an axis of length 1")
 def test_getitem_bool_scalar(device):
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     check(pf.tensor(x)[True], x[True], "float32")
