@@ -31,11 +31,11 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv --system-site-packages .venv
 fi
 VPY=$ROOT/.venv/bin/python
-# Build tools from PyPI (NumPy and pytest already come from Debian) and
-# safetensors (pf.save / pf.load). A
+# Build tools from PyPI (NumPy and pytest already come from Debian),
+# safetensors (pf.save / pf.load, pyflame.llm) and tokenizers (pyflame.llm). A
 # current pip: Debian's lacks the -C config-settings flag used below.
 "$VPY" -m pip install -q --disable-pip-version-check --upgrade pip
-"$VPY" -m pip install -q --disable-pip-version-check numpy nanobind scikit-build-core pytest safetensors
+"$VPY" -m pip install -q --disable-pip-version-check numpy nanobind scikit-build-core pytest safetensors tokenizers
 
 echo "== building PyFlame (GPU backend: ${PYFLAME_GPU:-AUTO})"
 "$VPY" -m pip install -q --disable-pip-version-check --no-build-isolation \
