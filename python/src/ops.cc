@@ -59,7 +59,7 @@ void init_ops(nb::module_& m) {
   m.def("_from_bits", [](nb::handle array, nb::handle dt) {
     const char* fn = "from_bits";
     Dtype t = to_dtype(dt, fn);
-    auto arr = nb::cast<nb::ndarray<nb::c_contig, nb::device::cpu>>(array);
+    auto arr = nb::cast<nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>>(array);  // mmaps are read-only
     if (static_cast<size_t>(arr.dtype().bits / 8) != itemsize(t)) {
       throw ValueError(errmsg(fn, "array items of " + std::to_string(arr.dtype().bits / 8) +
                                       " bytes cannot hold " + dtype_name(t) + " values"));
