@@ -41,7 +41,7 @@ def checkpoint(p, dtype):
     names = list(shards)
     weight_map = {}
     head = {"model.embed_tokens.weight": w(V, d), "model.norm.weight": norm(), "lm_head.weight": w(V, d)}
-    save_file(head, os.path.join(path, names[0]))
+    save_file(head, os.path.join(path, names[0]), metadata={"format": "pt"})
     weight_map.update({k: names[0] for k in head})
     for i in range(p["layers"]):
         pre = f"model.layers.{i}."
@@ -50,7 +50,7 @@ def checkpoint(p, dtype):
                  pre + "self_attn.v_proj.weight": w(Hkv * hd, d), pre + "self_attn.o_proj.weight": w(d, H * hd),
                  pre + "mlp.gate_proj.weight": w(ffn, d), pre + "mlp.up_proj.weight": w(ffn, d),
                  pre + "mlp.down_proj.weight": w(d, ffn)}
-        save_file(layer, os.path.join(path, names[i + 1]))
+        save_file(layer, os.path.join(path, names[i + 1]), metadata={"format": "pt"})
         weight_map.update({k: names[i + 1] for k in layer})
     with open(os.path.join(path, "config.json"), "w") as f:
         json.dump(cfg, f)

@@ -109,11 +109,11 @@ def write_checkpoint(path, cfg, weights, dtype="float32", shards=1):
 
 def _save(file, arrays, dtype):
     if dtype != "bfloat16":
-        safetensors_numpy.save_file(arrays, file)
+        safetensors_numpy.save_file(arrays, file, metadata={"format": "pt"})  # transformers wants it
         return
     # The safetensors layout by hand (NumPy cannot name bfloat16): an 8-byte
     # header length, a JSON header, then the raw data.
-    header, blobs, off = {}, [], 0
+    header, blobs, off = {"__metadata__": {"format": "pt"}}, [], 0
     for n, a in arrays.items():
         b = a.tobytes()
         header[n] = {"dtype": "BF16", "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
