@@ -73,6 +73,17 @@ def test_argmax_long_rows_views_and_0d(device):
     assert_close(pf.argmax(s, 0), np.int64(0), "int64")
 
 
+def test_tensor_methods(device):
+    x = np.random.randn(4, 6).astype(np.float32)
+    t = pf.tensor(x, device=device)
+    assert_close(t.argmax(1), np.argmax(x, 1), "int64")
+    assert_close(t.argmin(), np.argmin(x), "int64")
+    assert_close(t.argsort(0), np.argsort(x, 0, kind="stable"), "int64")
+    assert_close(t.sort(1)[0], np.sort(x, 1), "float32")
+    assert_close(t.topk(2)[1], np.argsort(-x, 1, kind="stable")[:, :2], "int64")
+    assert_close(t.cumsum(1), np.cumsum(x.astype(np.float64), 1), "float32", rtol=1e-5, atol=1e-5)
+
+
 def test_arg_reduce_errors(device):
     t = pf.zeros(3, 0, device=device)
     _raises(ValueError, "argmax", pf.argmax, t, 1)

@@ -147,7 +147,7 @@ def load(path, dtype=None, device=None):
                     t = t.astype(want)
                 pf.eval(t)  # uploaded now: the host copy goes before the next weight
                 weights[n] = t
-    model = LlamaModel(cfg, weights, want, device)
+    model = LlamaModel(cfg, weights, want, str(weights["model.embed_tokens.weight"].device))
     return model, _load_tokenizer(path)
 
 
