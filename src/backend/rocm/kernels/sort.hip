@@ -4,7 +4,8 @@
 // index) pairs per row, one block per row, in shared memory for rows up to
 // kSharedSortBytes and in a global scratch buffer beyond (ordering by key
 // then index makes the result the stable order); cumsum runs one thread per
-// line; multinomial one block per row (chunk sums in parallel, the draws by
+// line (one block per row for long rows along the last axis); multinomial
+// one block per row (chunk sums in parallel, the draws by
 // the shared algorithm of backend/sampling.h, so they equal the CPU's).
 #include <algorithm>
 #include <cstring>
@@ -133,6 +134,40 @@ __global__ void cumsum_kernel(const T* x, T* out, int64_t lines, int64_t n, int6
   }
 }
 
+// Long rows (the scan axis last): one block per row; each thread sums a
+// contiguous segment, thread 0 turns the segment sums into offsets, then
+// each thread rewrites its segment from its offset.
+constexpr int kScanThreads = 256;
+constexpr int64_t kBlockScanMin = 4 * kScanThreads;
+
+template <typename T>
+__global__ void cumsum_rows_kernel(const T* __restrict__ x, T* __restrict__ out, int64_t n, bool rev) {
+  using A = key_t<T>;
+  __shared__ A part[kScanThreads];
+  const int64_t base = int64_t(blockIdx.x) * n;
+  const int64_t seg = (n + kScanThreads - 1) / kScanThreads;
+  const int64_t k0 = threadIdx.x * seg, k1 = k0 + seg < n ? k0 + seg : n;
+  A s = 0;
+  for (int64_t k = k0; k < k1; ++k) s += static_cast<A>(x[base + (rev ? n - 1 - k : k)]);
+  part[threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    A run = 0;
+    for (int t = 0; t < kScanThreads; ++t) {
+      const A v = part[t];
+      part[t] = run;
+      run += v;
+    }
+  }
+  __syncthreads();
+  A acc = part[threadIdx.x];
+  for (int64_t k = k0; k < k1; ++k) {
+    const int64_t i = base + (rev ? n - 1 - k : k);
+    acc += static_cast<A>(x[i]);
+    out[i] = convert<T>(acc);
+  }
+}
+
 // One block of kChunks threads per row: thread c sums chunk c, thread 0
 // draws. status[0] takes the first error code.
 template <typename T>
@@ -221,8 +256,13 @@ void Cumsum::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   const int64_t lines = ls.outer * ls.inner;
   dispatch(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    cumsum_kernel<T><<<grid_for(ctx, lines, kThreads), kThreads, 0, ctx.stream>>>(
-        in[0].data<T>(), out.data<T>(), lines, ls.n, ls.inner, reverse);
+    if (ls.inner == 1 && ls.n >= kBlockScanMin) {
+      cumsum_rows_kernel<T><<<static_cast<unsigned>(lines), kScanThreads, 0, ctx.stream>>>(
+          in[0].data<T>(), out.data<T>(), ls.n, reverse);
+    } else {  // one thread per line
+      cumsum_kernel<T><<<grid_for(ctx, lines, kThreads), kThreads, 0, ctx.stream>>>(
+          in[0].data<T>(), out.data<T>(), lines, ls.n, ls.inner, reverse);
+    }
     PF_HIP_CHECK_LAUNCH();
   });
 }
