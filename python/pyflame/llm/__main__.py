@@ -23,13 +23,16 @@ def main(argv=None):
     args = ap.parse_args(argv)
     try:
         model, tok = load(args.model, dtype=args.dtype, device=args.device)
-    except ValueError as e:
+    except (ValueError, RuntimeError) as e:  # bad directory or config, unavailable device
         sys.exit(str(e))
     if tok is None:
         sys.exit(f"[llm] no tokenizer.json in {args.model}")
     prompt = tok.encode(args.prompt).ids
-    print(args.prompt, end="", flush=True)
-    out, shown = [], ""
+    # Decoding the whole sequence keeps the tokenizer's spacing between the
+    # prompt and the new text; each step prints what the new token added.
+    shown = tok.decode(prompt)
+    print(shown, end="", flush=True)
+    out = []
     t0 = time.perf_counter()
     t_first = None
     for t in stream_generate(model, prompt, args.max_tokens, args.temperature, args.top_k,
@@ -37,7 +40,7 @@ def main(argv=None):
         if t_first is None:
             t_first = time.perf_counter()
         out.append(t)
-        text = tok.decode(out)
+        text = tok.decode(prompt + out)
         print(text[len(shown):], end="", flush=True)
         shown = text
     t1 = time.perf_counter()
