@@ -53,21 +53,6 @@ void init_ops(nb::module_& m) {
      nb::arg("fn") = "full");
   m.def("_dtype", [](nb::handle d, const std::string& fn) { return to_dtype(d, fn.c_str()); },
         nb::arg("dtype"), nb::arg("fn") = "dtype");
-  // The bytes of a C-contiguous NumPy array as a CPU tensor of `dtype` of the
-  // same item size: bfloat16 weights arrive as uint16 bits (NumPy has no
-  // bfloat16) and are taken as they are, with no float32 round trip.
-  m.def("_from_bits", [](nb::handle array, nb::handle dt) {
-    const char* fn = "from_bits";
-    Dtype t = to_dtype(dt, fn);
-    auto arr = nb::cast<nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>>(array);  // mmaps are read-only
-    if (static_cast<size_t>(arr.dtype().bits / 8) != itemsize(t)) {
-      throw ValueError(errmsg(fn, "array items of " + std::to_string(arr.dtype().bits / 8) +
-                                      " bytes cannot hold " + dtype_name(t) + " values"));
-    }
-    Shape shape(arr.ndim());
-    for (size_t i = 0; i < arr.ndim(); ++i) shape[i] = static_cast<int64_t>(arr.shape(i));
-    return Tensor::from_host(arr.data(), shape, t);
-  }, nb::arg("array"), nb::arg("dtype"));
   m.def("arange", [](double start, double stop, double step, nb::handle dt, nb::handle dev) {
     return arange(start, stop, step, dtype_or(dt, Dtype::Float32, "arange"), to_opt_device(dev, "arange"));
   }, nb::arg("start"), nb::arg("stop"), nb::arg("step"), nb::arg("dtype") = none, nb::arg("device") = none);

@@ -138,10 +138,10 @@ def load(path, dtype=None, device=None):
                 if sdt not in _DTYPES:
                     _fail(f"{n} has dtype {sdt}; supported: F32, F16, BF16")
                 if sdt == "BF16":
-                    host = _core._from_bits(np.ascontiguousarray(raw_reader.read(file, n, np.uint16)),
+                    host = _core._from_host_bits(np.ascontiguousarray(raw_reader.read(file, n, np.uint16)),
                                             "bfloat16")
                 else:
-                    host = _core._from_bits(np.ascontiguousarray(f.get_tensor(n)), _DTYPES[sdt])
+                    host = _core._from_host_bits(np.ascontiguousarray(f.get_tensor(n)), _DTYPES[sdt])
                 t = host.to(device)
                 if t.dtype != want:
                     t = t.astype(want)
