@@ -205,41 +205,53 @@ def train_step(F, p, dt):
     return step
 
 
-# ------------------------------------------------------------ LLM decode
+# ------------------------------------------------------------ LLM decode, prefill
 
 def llm_decode(F, p, dt):
-    """One token of a llama-style decoder (RMSNorm, multi-head attention with
-    RoPE over a `ctx`-token KV cache, SwiGLU MLP), batch 1. Every step decodes
-    position `ctx` against the same cache (the grown cache is dropped), so all
-    steps cost the same."""
-    d, heads, ffn, T = p["d"], p["heads"], p["ffn"], p["ctx"]
-    hd = d // heads
-
-    def w(i, o):
-        return F.randn(i, o, dtype=dt, scale=i ** -0.5)
-    layers = [dict(n1=F.rand(d, dtype=dt), wq=w(d, d), wk=w(d, d), wv=w(d, d), wo=w(d, d),
-                   n2=F.rand(d, dtype=dt), w1=w(d, ffn), w3=w(d, ffn), w2=w(ffn, d),
-                   kc=F.randn(1, heads, T, hd, dtype=dt), vc=F.randn(1, heads, T, hd, dtype=dt))
-              for _ in range(p["layers"])]
-    x0 = F.randn(1, d, dtype=dt)
+    """One decode token of a Llama-shaped model (random weights in a temporary
+    safetensors directory, loaded by pyflame.llm; PyTorch runs the same weights,
+    see llm_model.py), batch 1, at position `ctx` of a fixed-capacity KV cache
+    filled by a prefill. Every step rewinds the cache to `ctx`, so all steps
+    cost the same."""
+    import llm_model
+    model = llm_model.load(F, p, dt)
+    cache = model.make_cache(1, p["ctx"] + 1)
+    prompt = [[(7 * i + 3) % p["vocab"] for i in range(p["ctx"])]]
+    F.run(model(prompt, cache))
+    token = [[5]]
 
     def step():
-        x = x0
-        for L in layers:
-            h = F.rms_norm(x, L["n1"], 1e-6)
-            q, k, v = (F.matmul(h, L[n]).reshape(1, heads, 1, hd) for n in ("wq", "wk", "wv"))
-            att = F.attend(F.rope(q, offset=T), F.rope(k, offset=T), v, L["kc"], L["vc"])
-            x = x + F.matmul(att.reshape(1, d), L["wo"])
-            h = F.rms_norm(x, L["n2"], 1e-6)
-            x = x + F.matmul(F.silu(F.matmul(h, L["w1"])) * F.matmul(h, L["w3"]), L["w2"])
-        return x
+        cache.offset = p["ctx"]
+        return model(token, cache)
+    return step
+
+
+def llm_prefill(F, p, dt):
+    """The logits of a `prompt`-token prompt through the same model (cache
+    rewound each step)."""
+    import llm_model
+    model = llm_model.load(F, p, dt)
+    cache = model.make_cache(1, p["prompt"])
+    prompt = [[(7 * i + 3) % p["vocab"] for i in range(p["prompt"])]]
+
+    def step():
+        cache.offset = 0
+        return model(prompt, cache)
     return step
 
 
 def llm_bytes(p, itemsize):
-    """Weights once per token plus the KV cache read (the floor)."""
-    d, ffn = p["d"], p["ffn"]
-    return p["layers"] * itemsize * (4 * d * d + 3 * d * ffn + 2 * p["ctx"] * d)
+    """Weights once per token (layers, embedding row and lm_head) plus the KV
+    cache read (the floor)."""
+    d, ffn, kv = p["d"], p["ffn"], p["d"] * p["kv_heads"] // p["heads"]
+    layer = 2 * d * d + 2 * d * kv + 3 * d * ffn + 2 * p["ctx"] * kv
+    return itemsize * (p["layers"] * layer + p["vocab"] * d)
+
+
+def llm_prefill_flops(p):
+    d, ffn, kv, S = p["d"], p["ffn"], p["d"] * p["kv_heads"] // p["heads"], p["prompt"]
+    per_token = 2 * (p["layers"] * (2 * d * d + 2 * d * kv + 3 * d * ffn) + p["vocab"] * d)
+    return S * per_token + p["layers"] * 2 * d * S * S  # + causal attention (half of 4dS^2)
 
 
 # ----------------------------------------------------------- multi_stream
@@ -363,13 +375,29 @@ WORKLOADS = [
              targets={"gpu": time_at_most("≤ 0.5 ms", 0.5e-3),
                       "cpu": ratio_at_most("≤ PyTorch", 1.0)}),
     Workload("llm_decode", "llm", llm_decode,
-             tiers(dict(d=2048, layers=16, heads=16, ffn=5632, ctx=256, dtype="float16"),
-                   dict(d=512, layers=4, heads=8, ffn=1408, ctx=128, dtype="float32"),
-                   dict(d=64, layers=2, heads=2, ffn=176, ctx=16, dtype="float32")),
+             tiers(dict(d=2048, layers=16, heads=16, kv_heads=16, ffn=5632, vocab=32000, ctx=256,
+                        dtype="float16"),
+                   dict(d=512, layers=4, heads=8, kv_heads=8, ffn=1408, vocab=32000, ctx=128,
+                        dtype="float32"),
+                   dict(d=64, layers=2, heads=2, kv_heads=2, ffn=176, vocab=256, ctx=16,
+                        dtype="float32")),
              lambda p: f"d{p['d']} L{p['layers']} ctx{p['ctx']}",
-             requires=("rms_norm", "rope", "scaled_dot_product_attention"), bytes=llm_bytes,
-             unit="tok/s",
-             targets={"gpu": rate_at_least("≥ 1,000 tok/s", 1000)}),
+             requires=("llm", "slice_update"), bytes=llm_bytes, unit="tok/s",
+             targets={"gpu": rate_at_least("≥ 1,200 tok/s", 1200),
+                      "cpu": ratio_at_most("≤ PyTorch", 1.0)},
+             note="pyflame.llm model; PyTorch: same weights, static cache, SDPA"),
+    Workload("llm_prefill", "llm", llm_prefill,
+             tiers(dict(d=2048, layers=16, heads=16, kv_heads=16, ffn=5632, vocab=32000, prompt=512,
+                        dtype="float16"),
+                   dict(d=512, layers=4, heads=8, kv_heads=8, ffn=1408, vocab=32000, prompt=128,
+                        dtype="float32"),
+                   dict(d=64, layers=2, heads=2, kv_heads=2, ffn=176, vocab=256, prompt=16,
+                        dtype="float32")),
+             lambda p: f"d{p['d']} L{p['layers']} {p['prompt']} tok",
+             requires=("llm", "slice_update"), flops=llm_prefill_flops,
+             items=lambda p: p["prompt"], unit="tok/s",
+             targets={"gpu": ratio_at_most("≤ PyTorch", 1.0)},
+             note="prompt logits; PyTorch: SDPA"),
     *[Workload(f"multistream_{'on' if on else 'off'}", "multistream", multistream(on),
                tiers(dict(threads=8, layers=8, width=1024, batches=(16, 32, 64, 128, 256), evals=4,
                           dtype="float16"),

@@ -32,11 +32,12 @@ if [ ! -x .venv/bin/python ]; then
 fi
 VPY=$ROOT/.venv/bin/python
 # Build and test tools from PyPI (NumPy and pytest already come from Debian;
-# safetensors for pf.save / pf.load; hypothesis drives the property-based
-# tests). A current pip: Debian's lacks the -C config-settings flag used below.
+# safetensors for pf.save / pf.load and checkpoints, tokenizers for
+# pyflame.llm, hypothesis drives the property-based tests). A current pip:
+# Debian's lacks the -C config-settings flag used below.
 "$VPY" -m pip install -q --disable-pip-version-check --upgrade pip
 "$VPY" -m pip install -q --disable-pip-version-check numpy nanobind scikit-build-core pytest \
-  safetensors hypothesis
+  safetensors tokenizers hypothesis
 
 echo "== building PyFlame (GPU backend: ${PYFLAME_GPU:-AUTO})"
 "$VPY" -m pip install -q --disable-pip-version-check --no-build-isolation \

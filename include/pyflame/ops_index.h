@@ -52,6 +52,15 @@ PadMode pad_mode_from_string(const std::string& mode);
 // training == false returns x.
 Tensor dropout(const Tensor& x, double p = 0.5, bool training = true);
 
+// ---- in-place writes ----
+// A new version of `cache` with `update` written at positions [start, start
+// + update.shape[axis]) along `axis` (MLX's slice_update); update has cache's
+// ndim and sizes off `axis`, and is cast to cache's dtype. When the old
+// version is not observable afterwards (no other tensor holds it or its
+// buffer), evaluation reuses its buffer and writes only the update: a
+// fixed-capacity KV cache written in place, with static shapes.
+Tensor slice_update(const Tensor& cache, const Tensor& update, int64_t start, int axis = 0);
+
 // ---- batched matmul ----
 // torch.bmm: (B, M, K) x (B, K, N) -> (B, M, N); no broadcasting.
 Tensor batch_matmul(const Tensor& a, const Tensor& b);

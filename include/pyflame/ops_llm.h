@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "pyflame/ops.h"
 
@@ -18,8 +19,11 @@ namespace pyflame {
 // positions: none -> arange(S) along axis -2; else a tensor (integer or
 // float) broadcastable to x.shape[:-1], e.g. (S,) or (B, 1, S). `offset` is
 // added in both cases.
+// inv_freq (optional, head_dim/2 positive finite entries) replaces the
+// theta-derived frequencies, for scaled variants (Llama 3's rope_scaling).
 Tensor rope(const Tensor& x, const std::optional<Tensor>& positions = {}, int64_t offset = 0,
-            double theta = 10000.0, bool interleaved = false);
+            double theta = 10000.0, bool interleaved = false,
+            const std::vector<float>& inv_freq = {});
 
 // Scaled dot-product attention: softmax(q k^T * scale [+ causal mask]) v.
 // q (B, H, Sq, D), k (B, Hkv, Sk, D), v (B, Hkv, Sk, Dv) (or the same
@@ -33,10 +37,14 @@ Tensor rope(const Tensor& x, const std::optional<Tensor>& positions = {}, int64_
 // The CPU and GPU compute it fused (online softmax, no score tensor) for
 // the plain and causal cases; with a mask, dropout, head dims above 512 or
 // (GPU) more than 16 queries it is matmul + softmax + matmul.
+// causal_offset (>= 0, with causal): query i attends to keys j <= i +
+// causal_offset, as when the queries sit at positions causal_offset.. of a
+// fixed-capacity KV cache (keys past the last query's position are never
+// read, so the cache's unwritten tail does not matter).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     bool causal = false, std::optional<double> scale = {},
                                     const std::optional<Tensor>& attn_mask = {},
-                                    double dropout_p = 0.0);
+                                    double dropout_p = 0.0, int64_t causal_offset = 0);
 
 // With a KV cache: keys/values are concat(k_cache, k) and concat(v_cache, v)
 // along axis -2 (caches (B, Hkv, S_past, D/Dv)); causal masking is offset by

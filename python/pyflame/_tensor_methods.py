@@ -30,6 +30,7 @@ Tensor.squeeze = lambda self, axis=None: ops.squeeze(self, axis)
 Tensor.broadcast_to = lambda self, *shape: ops.broadcast_to(self, *shape)
 for _name in ("sum", "mean", "max", "min", "prod", "softmax", "log_softmax", "flatten",
               "unsqueeze", "swapaxes", "exp", "log", "sqrt", "abs", "sin", "cos", "tanh",
-              "relu", "sigmoid", "silu", "gelu", "clamp", "matmul", "maximum", "minimum"):
+              "relu", "sigmoid", "silu", "gelu", "clamp", "matmul", "maximum", "minimum",
+              "argmax", "argmin", "argsort", "sort", "topk", "cumsum"):
     setattr(Tensor, _name, _method(getattr(_core, _name)))
 Tensor.__array_priority__ = 1000  # ndarray + tensor goes to Tensor.__radd__

@@ -76,6 +76,13 @@ void init_ops_index(nb::module_& m) {
     return dropout(as_tensor(x, nullptr, "dropout"), p, training);
   }, nb::arg("x").none(), nb::arg("p") = 0.5, nb::arg("training") = true,
      "Zeroes elements with probability p (seeded by pf.manual_seed), scales the rest by 1/(1-p).");
+  m.def("slice_update", [](nb::handle cache, nb::handle update, int64_t start, int axis) {
+    Tensor tc = as_tensor(cache, nullptr, "slice_update");
+    return slice_update(tc, as_tensor(update, &tc, "slice_update"), start, axis);
+  }, nb::arg("cache").none(), nb::arg("update").none(), nb::arg("start"), nb::arg("axis") = 0,
+     "A new version of cache with update written at [start, start + update.shape[axis]) along\n"
+     "axis. When nothing else holds the old version (rebind it: cache = pf.slice_update(cache,\n"
+     "...)), evaluation reuses its buffer and writes only the update (no copy of the cache).");
   m.def("batch_matmul", [](nb::handle a, nb::handle b) {
     Tensor ta = as_tensor(a, nullptr, "batch_matmul");
     return batch_matmul(ta, as_tensor(b, &ta, "batch_matmul"));

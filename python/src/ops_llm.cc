@@ -7,21 +7,24 @@ namespace pyflame::py {
 
 void init_ops_llm(nb::module_& m) {
   auto none = nb::none();
-  m.def("rope", [](nb::handle x, nb::handle positions, int64_t offset, double theta, bool interleaved) {
+  m.def("rope", [](nb::handle x, nb::handle positions, int64_t offset, double theta, bool interleaved,
+                   std::optional<std::vector<float>> inv_freq) {
     Tensor tx = as_tensor(x, nullptr, "rope");
     std::optional<Tensor> pos;
     if (!positions.is_none()) pos = as_tensor(positions, &tx, "rope");
-    return rope(tx, pos, offset, theta, interleaved);
+    return rope(tx, pos, offset, theta, interleaved, inv_freq.value_or(std::vector<float>{}));
   }, nb::arg("x").none(), nb::arg("positions") = none, nb::arg("offset") = 0,
-     nb::arg("theta") = 10000.0, nb::arg("interleaved") = false,
+     nb::arg("theta") = 10000.0, nb::arg("interleaved") = false, nb::arg("inv_freq") = none,
      "Rotary position embedding over the last axis of x (..., seq, head_dim).\n\n"
      "interleaved=False: half-split pairs (j, j + head_dim/2) as GPT-NeoX/Llama (rotate_half);\n"
      "True: adjacent pairs (2j, 2j+1) as GPT-J. positions: None (arange(seq) along axis -2) or\n"
-     "a tensor broadcastable to x.shape[:-1]; offset is added to the positions.");
+     "a tensor broadcastable to x.shape[:-1]; offset is added to the positions.\n"
+     "inv_freq: a sequence of head_dim/2 frequencies replacing theta^(-2j/head_dim) (scaled\n"
+     "variants such as Llama 3's rope_scaling).");
   m.def("scaled_dot_product_attention",
         [](nb::handle q, nb::handle k, nb::handle v, bool causal, std::optional<double> scale,
            nb::handle k_cache, nb::handle v_cache, nb::handle attn_mask, double dropout_p, bool is_causal,
-           bool enable_gqa) -> nb::object {
+           bool enable_gqa, int64_t causal_offset) -> nb::object {
     (void)enable_gqa;
     const char* fn = "scaled_dot_product_attention";
     Tensor tq = as_tensor(q, nullptr, fn);
@@ -33,7 +36,10 @@ void init_ops_llm(nb::module_& m) {
     }
     causal = causal || is_causal;
     if (k_cache.is_none()) {
-      return nb::cast(scaled_dot_product_attention(tq, tk, tv, causal, scale, mask, dropout_p));
+      return nb::cast(scaled_dot_product_attention(tq, tk, tv, causal, scale, mask, dropout_p, causal_offset));
+    }
+    if (causal_offset != 0) {
+      throw ValueError(errmsg(fn, "causal_offset is implied by k_cache's length; do not pass both"));
     }
     AttentionWithCache r = scaled_dot_product_attention_cached(
         tq, tk, tv, as_tensor(k_cache, &tq, fn), as_tensor(v_cache, &tq, fn), causal, scale, mask, dropout_p);
@@ -41,7 +47,7 @@ void init_ops_llm(nb::module_& m) {
   }, nb::arg("q").none(), nb::arg("k").none(), nb::arg("v").none(), nb::arg("causal") = false,
      nb::arg("scale") = none, nb::arg("k_cache") = none, nb::arg("v_cache") = none,
      nb::arg("attn_mask") = none, nb::arg("dropout_p") = 0.0, nb::arg("is_causal") = false,
-     nb::arg("enable_gqa") = false,
+     nb::arg("enable_gqa") = false, nb::arg("causal_offset") = 0,
      "softmax(q k^T * scale [+ mask]) v for q (B, H, Sq, D), k (B, Hkv, Sk, D), v (B, Hkv, Sk, Dv)\n"
      "(or 3-d without B).\n\n"
      "H must be a multiple of Hkv (grouped-query attention: head h uses kv head h // (H // Hkv)).\n"
@@ -51,7 +57,9 @@ void init_ops_llm(nb::module_& m) {
      "PyTorch compatibility (grouped heads are always allowed).\n"
      "With k_cache/v_cache (B, Hkv, S_past, .), keys and values are concat(cache, new) along the\n"
      "sequence axis, causal masking is offset by S_past (query i attends to keys j <= S_past + i),\n"
-     "and the call returns (out, new_k_cache, new_v_cache): pass those back on the next step.");
+     "and the call returns (out, new_k_cache, new_v_cache): pass those back on the next step.\n"
+     "causal_offset (with causal, no k_cache): query i attends to keys j <= i + causal_offset, for\n"
+     "queries at positions causal_offset.. of a fixed-capacity cache written with slice_update.");
 }
 
 }  // namespace pyflame::py

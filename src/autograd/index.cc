@@ -101,4 +101,18 @@ std::vector<Tensor> Dropout::vjp(const std::vector<Tensor>&, const Tensor& c, co
   return {Tensor::make(c.shape(), c.dtype(), c.device(), std::make_shared<Dropout>(p, key), {c})};
 }
 
+// The cache's cotangent is c with the written region zeroed; the update's
+// is that region of c.
+std::vector<Tensor> SliceUpdate::vjp(const std::vector<Tensor>& in, const Tensor& c, const Tensor&,
+                                     const std::vector<int>& argnums) {
+  return for_each_arg(argnums, [&](int i) {
+    const Tensor& update = in[1];
+    if (i == 0) return slice_update(c, zeros(update.shape(), c.dtype(), c.device()), start, axis);
+    std::vector<int64_t> starts(c.ndim(), 0), stops = c.shape(), steps(c.ndim(), 1);
+    starts[axis] = start;
+    stops[axis] = start + update.shape()[axis];
+    return slice(c, starts, stops, steps);
+  });
+}
+
 }  // namespace pyflame

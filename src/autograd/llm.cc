@@ -21,7 +21,7 @@ std::vector<Tensor> Rope::vjp(const std::vector<Tensor>& in, const Tensor& c, co
     const int64_t S = x.ndim() >= 2 ? x.shape()[x.ndim() - 2] : 1;
     pos = broadcast_to(arange(0, static_cast<double>(S), 1, Dtype::Float32, x.device()), rows);
   }
-  auto inverse = std::make_shared<Rope>(theta, -offset, interleaved, true);
+  auto inverse = std::make_shared<Rope>(theta, -offset, interleaved, true, freqs);
   return {Tensor::make(x.shape(), c.dtype(), c.device(), inverse, {contiguous(c), neg(pos)})};
 }
 

@@ -18,6 +18,12 @@ class Primitive {
   virtual void eval_cpu(const std::vector<Tensor>& inputs, Tensor& out) = 0;
   virtual void eval_gpu(const std::vector<Tensor>& inputs, Tensor& out) = 0;
   virtual bool is_view() const { return false; }
+  // The input whose buffer the output may take over (an in-place write),
+  // or -1. The eval loop donates it only when nothing else can observe the
+  // input afterwards (see donated_buffer in runtime/eval.cc); the primitive
+  // then sees out.buffer() == inputs[i].buffer() and writes only what
+  // changes.
+  virtual int donor_input() const { return -1; }
   // Vector-Jacobian product: the cotangents of inputs[i] for each i in
   // argnums, given the output's cotangent `cotan` (the output's shape and
   // dtype). Written with ops, so gradients are graphs on any backend. The

@@ -16,7 +16,8 @@
   X(Pad)                       \
   X(Dropout)                   \
   X(ScatterAdd)                \
-  X(PadGrad)
+  X(PadGrad)                   \
+  X(SliceUpdate)
 
 namespace pyflame {
 
@@ -123,6 +124,22 @@ class PadGrad : public Primitive {
   PadMode mode;
   int axis;
   int64_t lo, size;
+};
+
+// out = cache with `update` written at [start, start + update.shape[axis])
+// along `axis`. Inputs: cache, update (same dtype and ndim, equal sizes off
+// `axis`, any layout). When the eval loop donates the cache's buffer to the
+// output (out.buffer() == cache.buffer(): see donor_input), only the update
+// region is written; otherwise the whole cache is copied first.
+class SliceUpdate : public Primitive {
+ public:
+  SliceUpdate(int ax, int64_t st) : axis(ax), start(st) {}
+  const char* name() const override { return "slice_update"; }
+  int donor_input() const override { return 0; }
+  PF_EVAL_DECLS
+  PF_VJP_DECL
+  int axis;
+  int64_t start;
 };
 
 }  // namespace pyflame

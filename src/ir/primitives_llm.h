@@ -2,6 +2,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "ir/primitive.h"
 
@@ -17,8 +18,8 @@ namespace pyflame {
 // strides); otherwise position = (index along axis -2) + offset.
 class Rope : public Primitive {
  public:
-  Rope(float th, double off, bool inter, bool has_pos)
-      : theta(th), offset(off), interleaved(inter), has_positions(has_pos) {}
+  Rope(float th, double off, bool inter, bool has_pos, std::vector<float> f = {})
+      : theta(th), offset(off), interleaved(inter), has_positions(has_pos), freqs(std::move(f)) {}
   const char* name() const override { return "rope"; }
   PF_EVAL_DECLS
   PF_VJP_DECL
@@ -27,10 +28,13 @@ class Rope : public Primitive {
   static float inv_freq(float theta, int64_t j, int64_t D) {
     return static_cast<float>(std::pow(static_cast<double>(theta), -2.0 * double(j) / double(D)));
   }
+  // Frequency j of this rope: freqs[j] when given, else inv_freq(theta, j, D).
+  float freq(int64_t j, int64_t D) const { return freqs.empty() ? inv_freq(theta, j, D) : freqs[j]; }
   float theta;
   double offset;
   bool interleaved;
   bool has_positions;
+  std::vector<float> freqs;
 };
 
 // Attention over 4-d q (B, H, Sq, D), k (B, Hkv, Sk, D), v (B, Hkv, Sk, Dv),

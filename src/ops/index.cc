@@ -331,6 +331,33 @@ Tensor dropout(const Tensor& x, double p, bool training) {
 
 // ---------------------------------------------------------------- batch_matmul
 
+// ---------------------------------------------------------------- slice_update
+
+Tensor slice_update(const Tensor& cache, const Tensor& update_in, int64_t start, int axis) {
+  const char* fn = "slice_update";
+  check_defined(cache, fn);
+  check_defined(update_in, fn);
+  check_same_device(cache, update_in, fn);
+  if (cache.ndim() == 0) throw ValueError(errmsg(fn, "cache must have at least one dimension"));
+  const int a = normalize_axis(axis, cache.ndim(), fn);
+  bool ok = update_in.ndim() == cache.ndim();
+  for (int d = 0; ok && d < cache.ndim(); ++d) ok = d == a || update_in.shape()[d] == cache.shape()[d];
+  if (!ok) {
+    throw ValueError(errmsg(fn, "update of shape " + shape_str(update_in.shape()) +
+                                    " does not match cache of shape " + shape_str(cache.shape()) +
+                                    " outside axis " + std::to_string(a)));
+  }
+  const int64_t len = update_in.shape()[a], cap = cache.shape()[a];
+  if (start < 0 || start + len > cap) {
+    throw ValueError(errmsg(fn, "positions [" + std::to_string(start) + ", " + std::to_string(start + len) +
+                                    ") do not fit axis " + std::to_string(a) + " of size " +
+                                    std::to_string(cap)));
+  }
+  Tensor update = astype(update_in, cache.dtype());
+  return Tensor::make(cache.shape(), cache.dtype(), cache.device(), std::make_shared<SliceUpdate>(a, start),
+                      {cache, update});
+}
+
 Tensor batch_matmul(const Tensor& a, const Tensor& b) {
   const char* fn = "batch_matmul";
   check_defined(a, fn);

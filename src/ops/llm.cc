@@ -28,7 +28,7 @@ std::string num_str(double v) {
 // ---------------------------------------------------------------- rope
 
 Tensor rope(const Tensor& x_in, const std::optional<Tensor>& positions, int64_t offset, double theta,
-            bool interleaved) {
+            bool interleaved, const std::vector<float>& inv_freq) {
   const char* fn = "rope";
   check_defined(x_in, fn);
   if (!is_floating(x_in.dtype())) {
@@ -44,6 +44,17 @@ Tensor rope(const Tensor& x_in, const std::optional<Tensor>& positions, int64_t 
   }
   if (!(theta > 0.0) || !std::isfinite(theta)) {
     throw ValueError(errmsg(fn, "theta must be a positive finite number, got " + num_str(theta)));
+  }
+  if (!inv_freq.empty()) {
+    if (static_cast<int64_t>(inv_freq.size()) != D / 2) {
+      throw ValueError(errmsg(fn, "inv_freq has " + std::to_string(inv_freq.size()) +
+                                      " entries, expected head_dim / 2 = " + std::to_string(D / 2)));
+    }
+    for (float f : inv_freq) {
+      if (!(f > 0.0f) || !std::isfinite(f)) {
+        throw ValueError(errmsg(fn, "inv_freq entries must be positive and finite, got " + num_str(f)));
+      }
+    }
   }
   Tensor x = contiguous(x_in);
   std::vector<Tensor> ins{x};
@@ -66,7 +77,7 @@ Tensor rope(const Tensor& x_in, const std::optional<Tensor>& positions, int64_t 
   }
   return Tensor::make(x.shape(), x.dtype(), x.device(),
                       std::make_shared<Rope>(static_cast<float>(theta), static_cast<double>(offset),
-                                             interleaved, positions.has_value()),
+                                             interleaved, positions.has_value(), inv_freq),
                       std::move(ins));
 }
 
@@ -202,8 +213,11 @@ Tensor attention_impl(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                                     std::optional<double> scale, const std::optional<Tensor>& attn_mask,
-                                    double dropout_p) {
-  return attention_impl(q, k, v, causal, scale, 0, attn_mask, dropout_p);
+                                    double dropout_p, int64_t causal_offset) {
+  if (causal_offset < 0) {
+    throw ValueError(errmsg(kSdpa, "causal_offset must be >= 0, got " + std::to_string(causal_offset)));
+  }
+  return attention_impl(q, k, v, causal, scale, causal_offset, attn_mask, dropout_p);
 }
 
 AttentionWithCache scaled_dot_product_attention_cached(const Tensor& q, const Tensor& k, const Tensor& v,

@@ -94,6 +94,22 @@ void publish(const std::vector<NodeRef>& order) {
   }
 }
 
+// The buffer of the input a primitive may write in place (donor_input), when
+// no one can observe that input after this node: only this node holds the
+// input's node (no user handle, no other consumer) and only that node holds
+// its buffer (no views), and the layouts and sizes match. Else null.
+std::shared_ptr<Buffer> donated_buffer(Node* n) {
+  const int i = n->prim->donor_input();
+  if (i < 0 || n->requires_grad) return nullptr;
+  const std::shared_ptr<Node>& in = n->inputs[i].node_ptr();
+  if (in.use_count() != 1 || !in->buffer || in->buffer.use_count() != 1) return nullptr;
+  if (in->offset != 0 || in->dtype != n->dtype || in->device != n->device || in->shape != n->shape ||
+      in->strides != n->strides || in->buffer->bytes < shape_size(in->shape) * itemsize(in->dtype)) {
+    return nullptr;
+  }
+  return in->buffer;
+}
+
 void eval_node(Node* n) {
   if (n->prim->is_view()) {
     n->buffer = n->inputs[0].buffer();
@@ -101,7 +117,8 @@ void eval_node(Node* n) {
   }
   // The eval functions take Tensor handles; this one borrows the node.
   Tensor out(std::shared_ptr<Node>(std::shared_ptr<Node>(), n));
-  n->buffer = allocate(n->device, out.nbytes());
+  n->buffer = donated_buffer(n);
+  if (!n->buffer) n->buffer = allocate(n->device, out.nbytes());
   if (out.size() == 0) return;
   try {
     if (n->device.is_cpu()) {

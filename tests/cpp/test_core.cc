@@ -200,3 +200,26 @@ TEST(Autograd, FunctionalGradThroughViewsAndMatmul) {
   EXPECT_EQ(host(g[0]), (std::vector<float>{10, 14, 18, 10, 14, 18}));
   EXPECT_FALSE(a.grad().defined());
 }
+
+// slice_update takes over the cache's buffer when nothing else can see the
+// old version, and copies when something can.
+TEST(InPlace, SliceUpdateReusesAnUnsharedCache) {
+  Tensor cache = zeros({4, 8});
+  cache.eval();
+  const void* storage = cache.raw_data();
+  Tensor update = ones({4, 2});
+  cache = slice_update(cache, update, 3, 1);  // the old version is dropped here
+  cache.eval();
+  EXPECT_EQ(cache.raw_data(), storage);
+  std::vector<float> host(32);
+  cache.copy_to_host(host.data());
+  for (int r = 0; r < 4; ++r) {
+    for (int c = 0; c < 8; ++c) EXPECT_EQ(host[r * 8 + c], (c == 3 || c == 4) ? 1.0f : 0.0f);
+  }
+  Tensor kept = cache;  // still held: the next version gets its own buffer
+  Tensor next = slice_update(cache, zeros({4, 1}), 3, 1);
+  next.eval();
+  EXPECT_NE(next.raw_data(), kept.raw_data());
+  kept.copy_to_host(host.data());
+  EXPECT_EQ(host[3], 1.0f);
+}

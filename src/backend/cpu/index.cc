@@ -283,4 +283,18 @@ void PadGrad::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
   });
 }
 
+void SliceUpdate::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
+  const Tensor &cache = in[0], &update = in[1];
+  const Strides& os = out.strides();
+  dispatch_bits(out.itemsize(), [&](auto tag) {
+    using T = decltype(tag);
+    // A donated buffer already holds the cache; otherwise copy it first.
+    if (out.buffer() != cache.buffer()) {
+      strided_copy<T>(cache.data<T>(), cache.strides(), out.data<T>(), os, out.shape());
+    }
+    strided_copy<T>(update.data<T>(), update.strides(), out.data<T>() + start * os[axis], os,
+                    update.shape());
+  });
+}
+
 }  // namespace pyflame

@@ -30,7 +30,7 @@ void Rope::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
   const int64_t rows = out.size() / D;
   const int64_t S = out.ndim() >= 2 ? out.shape()[out.ndim() - 2] : 1;
   std::vector<float> inv(half);
-  for (int64_t j = 0; j < half; ++j) inv[j] = inv_freq(theta, j, D);
+  for (int64_t j = 0; j < half; ++j) inv[j] = freq(j, D);
   Shape rshape;
   Strides pstr;
   const float* pp = nullptr;

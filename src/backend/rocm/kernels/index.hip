@@ -319,4 +319,24 @@ void PadGrad::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   });
 }
 
+void SliceUpdate::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
+  DeviceContext& ctx = context(out.device().index);
+  DeviceGuard g(ctx.device);
+  const Tensor &cache = in[0], &update = in[1];
+  const Strides& os = out.strides();
+  dispatch_bits(out.itemsize(), [&](auto tag) {
+    using T = decltype(tag);
+    auto copy = [&](const Tensor& src, T* dst) {
+      const int64_t n = src.size();
+      if (n == 0) return;
+      Indexer<2> ix = make_indexer<2>(src.shape(), {&os, &src.strides()}, name());
+      copy_into_kernel<T><<<grid_for(ctx, n, kThreads), kThreads, 0, ctx.stream>>>(dst, src.data<T>(), ix, n);
+      PF_HIP_CHECK_LAUNCH();
+    };
+    // A donated buffer already holds the cache; otherwise copy it first.
+    if (out.buffer() != cache.buffer()) copy(cache, out.data<T>());
+    copy(update, out.data<T>() + start * os[axis]);
+  });
+}
+
 }  // namespace pyflame

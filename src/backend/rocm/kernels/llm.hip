@@ -340,7 +340,7 @@ void Rope::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   const int64_t S = out.ndim() >= 2 ? out.shape()[out.ndim() - 2] : 1;
   // The frequency table, computed on the host as the CPU backend does.
   std::vector<float> inv(half);
-  for (int64_t j = 0; j < half; ++j) inv[j] = inv_freq(theta, j, D);
+  for (int64_t j = 0; j < half; ++j) inv[j] = freq(j, D);
   const size_t bytes = half * sizeof(float);
   auto table = temp_buffer(ctx, bytes);
   PinnedMemoryPool& pool = get_pinned_pool();

@@ -1,0 +1,115 @@
+"""Model configuration of the Llama family, read from a Hugging Face config.json."""
+import math
+from dataclasses import dataclass, field
+
+# model_type -> what differs from Llama.
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2")
+
+
+def _fail(msg):
+    raise ValueError(f"[llm.load] {msg}")
+
+
+@dataclass
+class ModelConfig:
+    model_type: str
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 10000.0
+    rope_scaling: dict = None
+    tie_word_embeddings: bool = False
+    qkv_bias: bool = False     # Qwen2, or Llama's attention_bias
+    o_bias: bool = False       # Llama's attention_bias
+    mlp_bias: bool = False     # Llama's mlp_bias
+    sliding_window: int = None
+    max_position_embeddings: int = 4096
+    eos_token_id: list = field(default_factory=list)
+    bos_token_id: int = None
+
+    @classmethod
+    def from_dict(cls, d):
+        mt = d.get("model_type")
+        if mt is None:
+            _fail("config.json has no model_type")
+        if mt not in SUPPORTED_MODEL_TYPES:
+            _fail(f"model_type '{mt}' is not supported (supported: {', '.join(SUPPORTED_MODEL_TYPES)})")
+        required = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+                    "num_attention_heads")
+        missing = [k for k in required if d.get(k) is None]
+        if missing:
+            _fail(f"config.json lacks {', '.join(missing)}")
+        H = int(d["num_attention_heads"])
+        Hkv = int(d.get("num_key_value_heads") or H)
+        D = int(d["hidden_size"])
+        hd = d.get("head_dim") or (D // H if H else 0)
+        if H <= 0 or D % H and not d.get("head_dim"):
+            _fail(f"hidden_size {D} is not a multiple of num_attention_heads {H}")
+        if Hkv <= 0 or H % Hkv:
+            _fail(f"num_attention_heads {H} is not a multiple of num_key_value_heads {Hkv}")
+        if int(hd) % 2:
+            _fail(f"head_dim {hd} must be even for rotary embeddings")
+        eos = d.get("eos_token_id")
+        eos = [] if eos is None else (list(eos) if isinstance(eos, (list, tuple)) else [eos])
+        attention_bias = bool(d.get("attention_bias", False))
+        sliding = d.get("sliding_window")
+        if mt == "qwen2" and not d.get("use_sliding_window", False):
+            sliding = None
+        cfg = cls(
+            model_type=mt, vocab_size=int(d["vocab_size"]), hidden_size=D,
+            intermediate_size=int(d["intermediate_size"]),
+            num_hidden_layers=int(d["num_hidden_layers"]), num_attention_heads=H,
+            num_key_value_heads=Hkv, head_dim=int(hd),
+            rms_norm_eps=float(d.get("rms_norm_eps", 1e-6)),
+            rope_theta=float(d.get("rope_theta", 10000.0)),
+            rope_scaling=d.get("rope_scaling"),
+            tie_word_embeddings=bool(d.get("tie_word_embeddings", False)),
+            qkv_bias=mt == "qwen2" or attention_bias,
+            o_bias=mt == "llama" and attention_bias,
+            mlp_bias=mt == "llama" and bool(d.get("mlp_bias", False)),
+            sliding_window=int(sliding) if sliding else None,
+            max_position_embeddings=int(d.get("max_position_embeddings", 4096)),
+            eos_token_id=eos, bos_token_id=d.get("bos_token_id"))
+        cfg.rope_inv_freq()  # validates rope_scaling
+        return cfg
+
+    def rope_inv_freq(self):
+        """The rotary frequencies (head_dim/2 floats), or None for the plain
+        theta^(-2j/head_dim) ones; Hugging Face's rope_scaling types 'default',
+        'linear' and 'llama3'."""
+        rs = self.rope_scaling
+        if not rs:
+            return None
+        kind = rs.get("rope_type", rs.get("type"))
+        hd = self.head_dim
+        base = [self.rope_theta ** (-(2 * j) / hd) for j in range(hd // 2)]
+        if kind in (None, "default"):
+            return None
+        if kind == "linear":
+            return [f / float(rs["factor"]) for f in base]
+        if kind == "llama3":
+            try:
+                factor = float(rs["factor"])
+                lo = float(rs["low_freq_factor"])
+                hi = float(rs["high_freq_factor"])
+                old = float(rs["original_max_position_embeddings"])
+            except KeyError as e:
+                _fail(f"rope_scaling of type llama3 lacks {e.args[0]}")
+            lo_wavelen, hi_wavelen = old / lo, old / hi
+            out = []
+            for f in base:
+                wavelen = 2 * math.pi / f
+                if wavelen < hi_wavelen:
+                    out.append(f)
+                elif wavelen > lo_wavelen:
+                    out.append(f / factor)
+                else:
+                    smooth = (old / wavelen - lo) / (hi - lo)
+                    out.append((1 - smooth) * f / factor + smooth * f)
+            return out
+        _fail(f"rope_scaling type '{kind}' is not supported (supported: default, linear, llama3)")

@@ -1,0 +1,159 @@
+"""Loading a local Hugging Face model directory: config.json, model.safetensors
+(or sharded model-*.safetensors with model.safetensors.index.json), and
+tokenizer.json."""
+import json
+import os
+
+import numpy as np
+
+import pyflame as pf
+from .. import _core
+from .config import ModelConfig
+from .model import LlamaModel
+
+_DTYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
+_CONFIG_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
+
+
+def _fail(msg):
+    raise ValueError(f"[llm.load] {msg}")
+
+
+def expected_weights(cfg):
+    """name -> shape of every weight the model needs."""
+    D, I, V = cfg.hidden_size, cfg.intermediate_size, cfg.vocab_size
+    H, Hkv, hd = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+    w = {"model.embed_tokens.weight": (V, D), "model.norm.weight": (D,)}
+    if not cfg.tie_word_embeddings:
+        w["lm_head.weight"] = (V, D)
+    for i in range(cfg.num_hidden_layers):
+        p = f"model.layers.{i}."
+        w[p + "input_layernorm.weight"] = (D,)
+        w[p + "post_attention_layernorm.weight"] = (D,)
+        for name, rows in (("q", H * hd), ("k", Hkv * hd), ("v", Hkv * hd)):
+            w[p + f"self_attn.{name}_proj.weight"] = (rows, D)
+            if cfg.qkv_bias:
+                w[p + f"self_attn.{name}_proj.bias"] = (rows,)
+        w[p + "self_attn.o_proj.weight"] = (D, H * hd)
+        if cfg.o_bias:
+            w[p + "self_attn.o_proj.bias"] = (D,)
+        for name, shape in (("gate", (I, D)), ("up", (I, D)), ("down", (D, I))):
+            w[p + f"mlp.{name}_proj.weight"] = shape
+            if cfg.mlp_bias:
+                w[p + f"mlp.{name}_proj.bias"] = shape[:1]
+    return w
+
+
+def _weight_files(path):
+    """name -> file for every tensor of the checkpoint."""
+    from safetensors import safe_open
+    single = os.path.join(path, "model.safetensors")
+    index = os.path.join(path, "model.safetensors.index.json")
+    if os.path.isfile(single):
+        with safe_open(single, framework="numpy") as f:
+            return {k: single for k in f.keys()}
+    if os.path.isfile(index):
+        with open(index) as fh:
+            try:
+                weight_map = json.load(fh)["weight_map"]
+            except (ValueError, KeyError):
+                _fail(f"{index} has no weight_map")
+        files = {}
+        for name, shard in weight_map.items():
+            full = os.path.join(path, shard)
+            if not os.path.isfile(full):
+                _fail(f"shard {shard} named by model.safetensors.index.json is missing from {path}")
+            files[name] = full
+        return files
+    _fail(f"no model.safetensors or model.safetensors.index.json in {path}")
+
+
+class _RawReader:
+    """Memory-mapped raw bytes of safetensors entries, for dtypes NumPy lacks
+    (bfloat16): the file's header gives each tensor's byte range."""
+
+    def __init__(self):
+        self._headers = {}
+
+    def read(self, file, name, np_dtype):
+        if file not in self._headers:
+            with open(file, "rb") as fh:
+                n = int.from_bytes(fh.read(8), "little")
+                self._headers[file] = (8 + n, json.loads(fh.read(n)))
+        start, header = self._headers[file]
+        info = header[name]
+        b0, b1 = info["data_offsets"]
+        count = (b1 - b0) // np.dtype(np_dtype).itemsize
+        mm = np.memmap(file, dtype=np_dtype, mode="r", offset=start + b0, shape=(count,))
+        return mm.reshape(info["shape"])
+
+
+def load(path, dtype=None, device=None):
+    """Loads a Llama-family model (Llama 2/3, Mistral, Qwen2) from a local
+    Hugging Face directory. Returns (model, tokenizer); tokenizer is a
+    ``tokenizers.Tokenizer`` from tokenizer.json, or None when absent.
+
+    dtype: the weights' dtype (default: the checkpoint's); device: where they
+    live (default: pf.get_device()). Each weight is read memory-mapped, one at
+    a time, and uploaded once (bfloat16 as its raw bits)."""
+    from safetensors import safe_open
+    path = os.fspath(path)
+    if not os.path.isdir(path):
+        _fail(f"{path} is not a directory")
+    cfg_file = os.path.join(path, "config.json")
+    if not os.path.isfile(cfg_file):
+        _fail(f"no config.json in {path}")
+    try:
+        with open(cfg_file) as fh:
+            raw = json.load(fh)
+    except ValueError as e:
+        _fail(f"config.json is not valid JSON: {e}")
+    cfg = ModelConfig.from_dict(raw)
+    device = str(device) if device is not None else str(pf.get_device())
+    want = pf._core._dtype(dtype, "llm.load") if dtype is not None else None
+    files = _weight_files(path)
+    expected = expected_weights(cfg)
+    missing = [n for n in expected if n not in files]
+    if missing:
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        _fail(f"checkpoint in {path} lacks {', '.join(missing[:5])}{more}")
+    if want is None:
+        name = _CONFIG_DTYPES.get(raw.get("torch_dtype") or raw.get("dtype"))
+        if name is None:
+            with safe_open(files["model.embed_tokens.weight"], framework="numpy") as f:
+                name = _DTYPES.get(f.get_slice("model.embed_tokens.weight").get_dtype(), "float32")
+        want = pf._core._dtype(name, "llm.load")
+    raw_reader = _RawReader()
+    weights = {}
+    by_file = {}
+    for n in expected:
+        by_file.setdefault(files[n], []).append(n)
+    for file, names in by_file.items():
+        with safe_open(file, framework="numpy") as f:
+            for n in names:
+                st = f.get_slice(n)
+                sdt, shape = st.get_dtype(), tuple(st.get_shape())
+                if shape != expected[n]:
+                    _fail(f"{n} has shape {shape}, expected {expected[n]} from config.json")
+                if sdt not in _DTYPES:
+                    _fail(f"{n} has dtype {sdt}; supported: F32, F16, BF16")
+                if sdt == "BF16":
+                    host = _core._from_host_bits(np.ascontiguousarray(raw_reader.read(file, n, np.uint16)),
+                                            "bfloat16")
+                else:
+                    host = _core._from_host_bits(np.ascontiguousarray(f.get_tensor(n)), _DTYPES[sdt])
+                t = host.to(device)
+                if t.dtype != want:
+                    t = t.astype(want)
+                pf.eval(t)  # uploaded now: the host copy goes before the next weight
+                weights[n] = t
+    model = LlamaModel(cfg, weights, want, str(weights["model.embed_tokens.weight"].device))
+    return model, _load_tokenizer(path)
+
+
+def _load_tokenizer(path):
+    file = os.path.join(path, "tokenizer.json")
+    if not os.path.isfile(file):
+        return None
+    from tokenizers import Tokenizer
+    return Tokenizer.from_file(file)

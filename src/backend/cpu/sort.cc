@@ -1,0 +1,106 @@
+// CPU kernels of the sort family: argmax/argmin, argsort (std::stable_sort
+// of indices), cumsum (sequential per line) and multinomial (the shared
+// algorithm of backend/sampling.h).
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "backend/cpu/kernel_utils.h"
+#include "backend/sampling.h"
+#include "ir/primitives.h"
+
+namespace pyflame {
+
+namespace {
+// Sort keys: 16-bit floats compare as float, bool as int.
+template <typename T>
+using key_t = std::conditional_t<std::is_same_v<T, bool>, int32_t, cpu::acc_t<T>>;
+}  // namespace
+
+void ArgReduce::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
+  const LineShape ls = line_shape(in[0].shape(), axis);
+  const bool mx = is_max;
+  int64_t* o = out.data<int64_t>();
+  cpu::dispatch(in[0].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using K = key_t<T>;
+    const T* x = in[0].data<T>();
+    cpu::parallel_for(ls.outer * ls.inner, 1024, [&](int64_t b, int64_t e) {
+      for (int64_t line = b; line < e; ++line) {
+        const T* p = x + (line / ls.inner) * ls.n * ls.inner + line % ls.inner;
+        K best = static_cast<K>(p[0]);
+        int64_t bi = 0;
+        for (int64_t i = 1; i < ls.n; ++i) {
+          const K v = static_cast<K>(p[i * ls.inner]);
+          if (arg_better(v, best, mx)) {
+            best = v;
+            bi = i;
+          }
+        }
+        o[line] = bi;
+      }
+    });
+  });
+}
+
+void ArgSort::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
+  const int64_t n = in[0].shape().back(), rows = in[0].size() / n;
+  const bool desc = descending;
+  int64_t* o = out.data<int64_t>();
+  cpu::dispatch(in[0].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using K = key_t<T>;
+    const T* x = in[0].data<T>();
+    cpu::parallel_for(rows, 1, [&](int64_t b, int64_t e) {
+      std::vector<K> keys(n);
+      for (int64_t r = b; r < e; ++r) {
+        for (int64_t i = 0; i < n; ++i) keys[i] = static_cast<K>(x[r * n + i]);
+        int64_t* idx = o + r * n;
+        std::iota(idx, idx + n, int64_t{0});
+        std::stable_sort(idx, idx + n,
+                         [&](int64_t a, int64_t c) { return sort_before(keys[a], keys[c], desc); });
+      }
+    });
+  });
+}
+
+void Cumsum::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
+  const LineShape ls = line_shape(out.shape(), axis);
+  const bool rev = reverse;
+  cpu::dispatch(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using A = key_t<T>;
+    const T* x = in[0].data<T>();
+    T* o = out.data<T>();
+    cpu::parallel_for(ls.outer * ls.inner, 1024, [&](int64_t b, int64_t e) {
+      for (int64_t line = b; line < e; ++line) {
+        const int64_t base = (line / ls.inner) * ls.n * ls.inner + line % ls.inner;
+        A acc = 0;
+        for (int64_t k = 0; k < ls.n; ++k) {
+          const int64_t i = base + (rev ? ls.n - 1 - k : k) * ls.inner;
+          acc += static_cast<A>(x[i]);
+          o[i] = static_cast<T>(acc);
+        }
+      }
+    });
+  });
+}
+
+void Multinomial::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
+  const int64_t R = in[0].shape()[0], V = in[0].shape()[1], ns = num_samples;
+  int64_t* o = out.data<int64_t>();
+  int err = 0;
+  cpu::dispatch_float(in[0].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* p = in[0].data<T>();
+    for (int64_t r = 0; r < R && !err; ++r) {
+      double cs[sampling::kChunks];
+      for (int c = 0; c < sampling::kChunks; ++c) cs[c] = sampling::chunk_sum(p + r * V, V, c, o, 0);
+      err = sampling::sample_row(p + r * V, V, ns, replacement, key, r, cs, o + r * ns);
+    }
+  });
+  if (err) throw RuntimeError(multinomial_error(err));
+}
+
+}  // namespace pyflame

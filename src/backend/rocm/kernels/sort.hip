@@ -1,0 +1,286 @@
+// GPU kernels of the sort family. Simple and exact rather than fast:
+// argmax/argmin take one block per line (a shared-memory tree of (value,
+// index) pairs, first index on ties); argsort is a bitonic sort of (key,
+// index) pairs per row, one block per row, in shared memory for rows up to
+// kSharedSortBytes and in a global scratch buffer beyond (ordering by key
+// then index makes the result the stable order); cumsum runs one thread per
+// line (one block per row for long rows along the last axis); multinomial
+// one block per row (chunk sums in parallel, the draws by
+// the shared algorithm of backend/sampling.h, so they equal the CPU's).
+#include <algorithm>
+#include <cstring>
+
+#include "backend/rocm/kernels/common.h"
+#include "backend/rocm/memory.h"
+#include "backend/sampling.h"
+
+namespace pyflame::backend::rocm {
+
+namespace {
+
+template <typename T>
+using key_t = std::conditional_t<std::is_same_v<T, bool>, int32_t, acc_t<T>>;
+
+constexpr int kArgThreads = 256;
+constexpr size_t kSharedSortBytes = 32 * 1024;
+constexpr size_t kScratchBytes = size_t(256) << 20;  // global sort scratch per launch
+
+template <typename T>
+__global__ void arg_reduce_kernel(const T* x, int64_t* out, int64_t n, int64_t inner, bool is_max) {
+  using K = key_t<T>;
+  __shared__ K sval[kArgThreads];
+  __shared__ int64_t sidx[kArgThreads];
+  const int64_t line = blockIdx.x;
+  const T* p = x + (line / inner) * n * inner + line % inner;
+  const int tid = threadIdx.x;
+  K best{};
+  int64_t bi = -1;
+  for (int64_t i = tid; i < n; i += blockDim.x) {  // increasing i: ties keep the first
+    const K v = static_cast<K>(p[i * inner]);
+    if (bi < 0 || arg_better(v, best, is_max)) {
+      best = v;
+      bi = i;
+    }
+  }
+  sval[tid] = best;
+  sidx[tid] = bi;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (tid < s) {
+      const K v = sval[tid + s];
+      const int64_t vi = sidx[tid + s];
+      if (vi >= 0) {
+        const int64_t ci = sidx[tid];
+        const bool take = ci < 0 || arg_better(v, sval[tid], is_max) ||
+                          (!arg_better(sval[tid], v, is_max) && vi < ci);
+        if (take) {
+          sval[tid] = v;
+          sidx[tid] = vi;
+        }
+      }
+    }
+    __syncthreads();
+  }
+  if (tid == 0) out[line] = sidx[0];
+}
+
+// Whether pair a comes before pair b: padding (index >= n) last, then the
+// key order, then the index.
+template <typename K>
+__device__ inline bool pair_before(K ka, int ia, K kb, int ib, int64_t n, bool desc) {
+  if (ia >= n || ib >= n) return ia < ib;
+  if (sort_before(ka, kb, desc)) return true;
+  if (sort_before(kb, ka, desc)) return false;
+  return ia < ib;
+}
+
+// One block per row; P (a power of two >= n) slots of (key, index).
+template <typename T>
+__global__ void argsort_kernel(const T* x, int64_t* out, int64_t n, int64_t P, bool desc,
+                               key_t<T>* gkeys, int* gidx, int64_t row0) {
+  using K = key_t<T>;
+  extern __shared__ unsigned char smem[];
+  const int64_t row = row0 + blockIdx.x;
+  K* keys;
+  int* idx;
+  if (gkeys) {
+    keys = gkeys + int64_t(blockIdx.x) * P;
+    idx = gidx + int64_t(blockIdx.x) * P;
+  } else {
+    keys = reinterpret_cast<K*>(smem);
+    idx = reinterpret_cast<int*>(smem + P * sizeof(K));
+  }
+  const T* xr = x + row * n;
+  for (int64_t i = threadIdx.x; i < P; i += blockDim.x) {
+    keys[i] = i < n ? static_cast<K>(xr[i]) : K{};
+    idx[i] = static_cast<int>(i);
+  }
+  __syncthreads();
+  for (int64_t k = 2; k <= P; k <<= 1) {
+    for (int64_t j = k >> 1; j > 0; j >>= 1) {
+      for (int64_t i = threadIdx.x; i < P; i += blockDim.x) {
+        const int64_t l = i ^ j;
+        if (l > i) {
+          const bool up = (i & k) == 0;
+          const bool swap = up ? pair_before(keys[l], idx[l], keys[i], idx[i], n, desc)
+                               : pair_before(keys[i], idx[i], keys[l], idx[l], n, desc);
+          if (swap) {
+            const K tk = keys[i];
+            keys[i] = keys[l];
+            keys[l] = tk;
+            const int ti = idx[i];
+            idx[i] = idx[l];
+            idx[l] = ti;
+          }
+        }
+      }
+      __syncthreads();
+    }
+  }
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) out[row * n + i] = idx[i];
+}
+
+template <typename T>
+__global__ void cumsum_kernel(const T* x, T* out, int64_t lines, int64_t n, int64_t inner, bool rev) {
+  using A = key_t<T>;
+  PF_GRID_STRIDE(line, lines) {
+    const int64_t base = (line / inner) * n * inner + line % inner;
+    A acc = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t i = base + (rev ? n - 1 - k : k) * inner;
+      acc += static_cast<A>(x[i]);
+      out[i] = convert<T>(acc);
+    }
+  }
+}
+
+// Long rows (the scan axis last): one block per row; each thread sums a
+// contiguous segment, thread 0 turns the segment sums into offsets, then
+// each thread rewrites its segment from its offset.
+constexpr int kScanThreads = 256;
+constexpr int64_t kBlockScanMin = 4 * kScanThreads;
+
+template <typename T>
+__global__ void cumsum_rows_kernel(const T* __restrict__ x, T* __restrict__ out, int64_t n, bool rev) {
+  using A = key_t<T>;
+  __shared__ A part[kScanThreads];
+  const int64_t base = int64_t(blockIdx.x) * n;
+  const int64_t seg = (n + kScanThreads - 1) / kScanThreads;
+  const int64_t k0 = threadIdx.x * seg, k1 = k0 + seg < n ? k0 + seg : n;
+  A s = 0;
+  for (int64_t k = k0; k < k1; ++k) s += static_cast<A>(x[base + (rev ? n - 1 - k : k)]);
+  part[threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    A run = 0;
+    for (int t = 0; t < kScanThreads; ++t) {
+      const A v = part[t];
+      part[t] = run;
+      run += v;
+    }
+  }
+  __syncthreads();
+  A acc = part[threadIdx.x];
+  for (int64_t k = k0; k < k1; ++k) {
+    const int64_t i = base + (rev ? n - 1 - k : k);
+    acc += static_cast<A>(x[i]);
+    out[i] = convert<T>(acc);
+  }
+}
+
+// One block of kChunks threads per row: thread c sums chunk c, thread 0
+// draws. status[0] takes the first error code.
+template <typename T>
+__global__ void multinomial_kernel(const T* p, int64_t* out, int64_t V, int64_t ns, bool replacement,
+                                   uint64_t key, int* status) {
+  __shared__ double cs[sampling::kChunks];
+  const int64_t r = blockIdx.x;
+  const T* row = p + r * V;
+  for (int c = threadIdx.x; c < sampling::kChunks; c += blockDim.x) {
+    cs[c] = sampling::chunk_sum(row, V, c, out, 0);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const int err = sampling::sample_row(row, V, ns, replacement, key, r, cs, out + r * ns);
+    if (err) atomicCAS(status, 0, err);
+  }
+}
+
+int read_status(DeviceContext& ctx, const void* flag) {
+  int status = 0;
+  PinnedMemoryPool& pool = get_pinned_pool();
+  void* host = pool.acquire(sizeof(status));
+  hipError_t err = hipMemcpyAsync(host, flag, sizeof(status), hipMemcpyDeviceToHost, ctx.stream);
+  if (err == hipSuccess) err = hipStreamSynchronize(ctx.stream);
+  if (err == hipSuccess) std::memcpy(&status, host, sizeof(status));
+  pool.release(host);
+  PF_HIP_CHECK(err);
+  return status;
+}
+
+}  // namespace
+}  // namespace pyflame::backend::rocm
+
+namespace pyflame {
+
+using namespace backend::rocm;
+
+void ArgReduce::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
+  DeviceContext& ctx = context(out.device().index);
+  DeviceGuard g(ctx.device);
+  const LineShape ls = line_shape(in[0].shape(), axis);
+  const int64_t lines = ls.outer * ls.inner;
+  dispatch(in[0].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    arg_reduce_kernel<T><<<static_cast<unsigned>(lines), kArgThreads, 0, ctx.stream>>>(
+        in[0].data<T>(), out.data<int64_t>(), ls.n, ls.inner, is_max);
+    PF_HIP_CHECK_LAUNCH();
+  });
+}
+
+void ArgSort::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
+  DeviceContext& ctx = context(out.device().index);
+  DeviceGuard g(ctx.device);
+  const int64_t n = in[0].shape().back(), rows = in[0].size() / n;
+  int64_t P = 1;
+  while (P < n) P <<= 1;
+  dispatch(in[0].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using K = key_t<T>;
+    const size_t row_bytes = size_t(P) * (sizeof(K) + sizeof(int));
+    const int threads = static_cast<int>(std::min<int64_t>(1024, std::max<int64_t>(32, P / 2)));
+    if (row_bytes <= kSharedSortBytes) {
+      argsort_kernel<T><<<static_cast<unsigned>(rows), threads, row_bytes, ctx.stream>>>(
+          in[0].data<T>(), out.data<int64_t>(), n, P, descending, nullptr, nullptr, 0);
+      PF_HIP_CHECK_LAUNCH();
+      return;
+    }
+    // Long rows: scratch for a batch of rows at a time.
+    const int64_t batch = std::max<int64_t>(1, std::min<int64_t>(rows, kScratchBytes / row_bytes));
+    auto keys = temp_buffer(ctx, size_t(batch) * P * sizeof(K));
+    auto idx = temp_buffer(ctx, size_t(batch) * P * sizeof(int));
+    for (int64_t r0 = 0; r0 < rows; r0 += batch) {
+      const int64_t nb = std::min(batch, rows - r0);
+      argsort_kernel<T><<<static_cast<unsigned>(nb), threads, 0, ctx.stream>>>(
+          in[0].data<T>(), out.data<int64_t>(), n, P, descending, static_cast<K*>(keys->ptr),
+          static_cast<int*>(idx->ptr), r0);
+      PF_HIP_CHECK_LAUNCH();
+    }
+  });
+}
+
+void Cumsum::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
+  DeviceContext& ctx = context(out.device().index);
+  DeviceGuard g(ctx.device);
+  const LineShape ls = line_shape(out.shape(), axis);
+  const int64_t lines = ls.outer * ls.inner;
+  dispatch(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if (ls.inner == 1 && ls.n >= kBlockScanMin) {
+      cumsum_rows_kernel<T><<<static_cast<unsigned>(lines), kScanThreads, 0, ctx.stream>>>(
+          in[0].data<T>(), out.data<T>(), ls.n, reverse);
+    } else {  // one thread per line
+      cumsum_kernel<T><<<grid_for(ctx, lines, kThreads), kThreads, 0, ctx.stream>>>(
+          in[0].data<T>(), out.data<T>(), lines, ls.n, ls.inner, reverse);
+    }
+    PF_HIP_CHECK_LAUNCH();
+  });
+}
+
+void Multinomial::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
+  DeviceContext& ctx = context(out.device().index);
+  DeviceGuard g(ctx.device);
+  const int64_t R = in[0].shape()[0], V = in[0].shape()[1];
+  auto status = temp_buffer(ctx, sizeof(int));
+  PF_HIP_CHECK(hipMemsetAsync(status->ptr, 0, sizeof(int), ctx.stream));
+  dispatch_float(in[0].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    multinomial_kernel<T><<<static_cast<unsigned>(R), sampling::kChunks, 0, ctx.stream>>>(
+        in[0].data<T>(), out.data<int64_t>(), V, num_samples, replacement, key,
+        static_cast<int*>(status->ptr));
+    PF_HIP_CHECK_LAUNCH();
+  });
+  if (int err = read_status(ctx, status->ptr)) throw RuntimeError(multinomial_error(err));
+}
+
+}  // namespace pyflame
