@@ -33,7 +33,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 INT_LIMITS = {"int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1)}
 FLOAT_MAX = {"float32": float(np.finfo(np.float32).max), "float16": 65504.0,
-             "bfloat16": float(bf16_round(np.float32(3.3895314e38)))}
+             "bfloat16": bf16_round(np.float32(3.3895314e38)).item()}
 # Comparison tolerances (rtol, atol) of results computed in each dtype against
 # a float64 reference of the same inputs (one rounding plus the op's error).
 TOL = {"float32": (2e-5, 1e-6), "float16": (2e-3, 1e-3), "bfloat16": (1.6e-2, 1e-2)}
