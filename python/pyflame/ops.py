@@ -91,6 +91,9 @@ def full(shape, fill_value, dtype=None, device=None):
     dtype = _core._dtype(dtype, "full")
     if isinstance(fill_value, (builtins.int, np.integer)) and builtins.abs(fill_value) > 2**53:
         _int(fill_value, "fill_value", "full")
+        if str(dtype) in ("int8", "uint8", "int16", "int32"):
+            raise ValueError(f"[full] value {fill_value} cannot be converted to {dtype} "
+                             "without overflow")
         # Beyond float64's exact integers: fill on the host rather than round.
         out = tensor(np.full(_shape((shape,), "full"), fill_value, dtype=np.int64), device=device)
         return out.astype(dtype)

@@ -484,3 +484,10 @@ def test_gpu_kernels_index_past_2_31_elements(gpu_device):
     t = pf.ones(n, dtype=pf.bool_)
     assert t[2**31 + 2:].sum().item() == 3
     assert pf.astype(t[n - 4:], pf.int32).numpy().tolist() == [1, 1, 1, 1]
+
+
+def test_full_of_a_huge_integer_into_a_narrow_integer_dtype_raises(device):
+    with pytest.raises(ValueError, match=r"^\[full\] "):
+        pf.full((2,), 2**60, dtype=pf.int32, device=device)
+    np.testing.assert_array_equal(pf.full((2,), 2**60, device=device).numpy(),
+                                  np.full((2,), 2**60, dtype=np.int64))
