@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -98,7 +99,14 @@ namespace {
 // dtype of the same width (bfloat16 as its raw uint16 bits).
 nb::object host_copy(const Tensor& t) {
   size_t bytes = t.nbytes();
-  std::unique_ptr<char[]> buf(new char[std::max<size_t>(bytes, 1)]);
+  // malloc, not new[]: an unsatisfiable size must come back as null (and so as
+  // OutOfMemoryError) under every allocator, sanitizers' included.
+  std::unique_ptr<char, decltype(&std::free)> buf(
+      static_cast<char*>(std::malloc(std::max<size_t>(bytes, 1))), &std::free);
+  if (!buf) {
+    throw OutOfMemoryError(errmsg("allocate", "out of host memory allocating " +
+                                                  std::to_string(bytes) + " bytes"));
+  }
   {
     nb::gil_scoped_release release;
     t.copy_to_host(buf.get());
@@ -114,7 +122,7 @@ nb::object host_copy(const Tensor& t) {
     case Dtype::Float32: dt = nb::dtype<float>(); break;
   }
   char* raw = buf.release();
-  nb::capsule owner(raw, [](void* p) noexcept { delete[] static_cast<char*>(p); });
+  nb::capsule owner(raw, [](void* p) noexcept { std::free(p); });
   return nb::cast(nb::ndarray<nb::numpy>(raw, shape.size(), shape.data(), owner, nullptr, dt));
 }
 }  // namespace
