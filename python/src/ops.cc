@@ -32,6 +32,16 @@ void def_binary(nb::module_& m, const char* name) {
   }, nb::arg("a").none(), nb::arg("b").none());
 }
 
+// Comparisons with an int beyond the tensor's dtype answer instead of raising.
+template <Tensor (*F)(const Tensor&, const Tensor&)>
+void def_compare(nb::module_& m, const char* name) {
+  m.def(name, [name](nb::handle a, nb::handle b) {
+    if (auto r = compare_with_big_int(a, b, name)) return *r;
+    auto [x, y] = tensor_pair(a, b, name);
+    return F(x, y);
+  }, nb::arg("a").none(), nb::arg("b").none());
+}
+
 template <Tensor (*F)(const Tensor&)>
 void def_unary(nb::module_& m, const char* name) {
   m.def(name, [name](nb::handle x) { return F(as_tensor(x, nullptr, name)); }, nb::arg("x").none());
@@ -95,12 +105,12 @@ void init_ops(nb::module_& m) {
   def_binary<pow>(m, "pow");
   def_binary<maximum>(m, "maximum");
   def_binary<minimum>(m, "minimum");
-  def_binary<eq>(m, "eq");
-  def_binary<ne>(m, "ne");
-  def_binary<lt>(m, "lt");
-  def_binary<le>(m, "le");
-  def_binary<gt>(m, "gt");
-  def_binary<ge>(m, "ge");
+  def_compare<eq>(m, "eq");
+  def_compare<ne>(m, "ne");
+  def_compare<lt>(m, "lt");
+  def_compare<le>(m, "le");
+  def_compare<gt>(m, "gt");
+  def_compare<ge>(m, "ge");
   def_binary<matmul>(m, "matmul");
   def_unary<neg>(m, "neg");
   def_unary<abs>(m, "abs");
@@ -135,15 +145,20 @@ void init_ops(nb::module_& m) {
 
   // ---- shape ----
   m.def("reshape", [](const Tensor& x, const Shape& s) { return reshape(x, s); });
-  m.def("flatten", &flatten, nb::arg("x"), nb::arg("start_axis") = 0, nb::arg("end_axis") = -1);
+  m.def("flatten", [](const Tensor& x, nb::handle a, nb::handle b) {
+    return flatten(x, to_axis(a, "flatten"), to_axis(b, "flatten"));
+  }, nb::arg("x"), nb::arg("start_axis").none() = 0, nb::arg("end_axis").none() = -1);
   m.def("transpose", [](const Tensor& x, nb::handle axes) {
     return transpose(x, axes.is_none() ? std::vector<int>{} : to_axes(axes, "transpose"));
   }, nb::arg("x"), nb::arg("axes") = none);
-  m.def("swapaxes", &swapaxes, nb::arg("x"), nb::arg("axis1"), nb::arg("axis2"));
+  m.def("swapaxes", [](const Tensor& x, nb::handle a, nb::handle b) {
+    return swapaxes(x, to_axis(a, "swapaxes"), to_axis(b, "swapaxes"));
+  }, nb::arg("x"), nb::arg("axis1").none(), nb::arg("axis2").none());
   m.def("squeeze", [](const Tensor& x, nb::handle axis) {
     return axis.is_none() ? squeeze(x) : squeeze(x, to_axes(axis, "squeeze"));
   }, nb::arg("x"), nb::arg("axis") = none);
-  m.def("unsqueeze", &unsqueeze, nb::arg("x"), nb::arg("axis"));
+  m.def("unsqueeze", [](const Tensor& x, nb::handle a) { return unsqueeze(x, to_axis(a, "unsqueeze")); },
+        nb::arg("x"), nb::arg("axis").none());
   m.def("broadcast_to", [](const Tensor& x, const Shape& s) { return broadcast_to(x, s); });
 
   // ---- reductions and softmax ----
@@ -157,11 +172,13 @@ void init_ops(nb::module_& m) {
   PF_REDUCE(min)
   PF_REDUCE(prod)
 #undef PF_REDUCE
-  m.def("softmax", [](nb::handle x, int axis) { return softmax(as_tensor(x, nullptr, "softmax"), axis); },
-        nb::arg("x").none(), nb::arg("axis") = -1);
-  m.def("log_softmax", [](nb::handle x, int axis) {
-    return log_softmax(as_tensor(x, nullptr, "log_softmax"), axis);
-  }, nb::arg("x").none(), nb::arg("axis") = -1);
+  m.def("softmax", [](nb::handle x, nb::handle axis) {
+    return softmax(as_tensor(x, nullptr, "softmax"), to_axis(axis, "softmax"));
+  },
+        nb::arg("x").none(), nb::arg("axis").none() = -1);
+  m.def("log_softmax", [](nb::handle x, nb::handle axis) {
+    return log_softmax(as_tensor(x, nullptr, "log_softmax"), to_axis(axis, "log_softmax"));
+  }, nb::arg("x").none(), nb::arg("axis").none() = -1);
 
   m.def("eval", [](const std::vector<Tensor>& ts) {
     nb::gil_scoped_release release;

@@ -123,6 +123,12 @@ template <BinFn F, OpName Name>
 Tensor forward(const Tensor& a, nb::handle b) {
   return F(a, as_tensor(b, &a, Name.str));
 }
+// Comparisons with an int beyond the tensor's dtype answer instead of raising.
+template <BinFn F, OpName Name>
+Tensor compare(const Tensor& a, nb::handle b) {
+  if (auto r = compare_with_big_int(nb::cast(a), b, Name.str)) return *r;
+  return F(a, as_tensor(b, &a, Name.str));
+}
 template <BinFn F, OpName Name>
 Tensor reflected(const Tensor& a, nb::handle b) {
   return F(as_tensor(b, &a, Name.str), a);
@@ -202,12 +208,12 @@ void init_tensor(nb::module_& m) {
       .def("__rpow__", &reflected<pow, "pow">, nb::arg("other").none())
       .def("__matmul__", &forward<matmul, "matmul">, nb::arg("other").none())
       .def("__rmatmul__", &reflected<matmul, "matmul">, nb::arg("other").none())
-      .def("__eq__", &forward<eq, "eq">)
-      .def("__ne__", &forward<ne, "ne">)
-      .def("__lt__", &forward<lt, "lt">, nb::arg("other").none())
-      .def("__le__", &forward<le, "le">, nb::arg("other").none())
-      .def("__gt__", &forward<gt, "gt">, nb::arg("other").none())
-      .def("__ge__", &forward<ge, "ge">, nb::arg("other").none())
+      .def("__eq__", &compare<eq, "eq">)
+      .def("__ne__", &compare<ne, "ne">)
+      .def("__lt__", &compare<lt, "lt">, nb::arg("other").none())
+      .def("__le__", &compare<le, "le">, nb::arg("other").none())
+      .def("__gt__", &compare<gt, "gt">, nb::arg("other").none())
+      .def("__ge__", &compare<ge, "ge">, nb::arg("other").none())
       .def("__neg__", [](const Tensor& t) { return neg(t); })
       .def("__abs__", [](const Tensor& t) { return abs(t); });
   def_autograd_methods(cls);
