@@ -671,3 +671,25 @@ def test_numpy_integer_axes_are_accepted(device):
     assert_close(pf.softmax(x, np.int32(0)).sum(0), np.ones(3), "float32")
     assert_close(pf.sum(x, (np.int64(0), 1)), a.sum(), "float32")
     assert_close(pf.sum(x, np.array([0, 1])), a.sum(), "float32")
+
+
+# ------------------------------ scratch space sized by a broadcast input
+
+def _huge_view(*shape, dtype="float32"):
+    return pf.broadcast_to(pf.ones(*(1,) * len(shape), dtype=getattr(pf, dtype)), shape)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: (_huge_view(1, 2**40) @ _huge_view(2**40, 1)).item(),
+    lambda: (_huge_view(1, 2**40, dtype="float16") @ _huge_view(2**40, 1, dtype="float16")).item(),
+    # 64 query rows: the kernel's scratch fails inside its parallel loop.
+    lambda: pf.nn.functional.scaled_dot_product_attention(
+        pf.ones(1, 1, 64, 4), _huge_view(1, 1, 2**40, 4), _huge_view(1, 1, 2**40, 4)).numpy(),
+])
+def test_kernel_scratch_beyond_memory_is_out_of_memory(device, call):
+    # The output is small, but a CPU kernel's temporary copy of a broadcast
+    # operand is not: pf.OutOfMemoryError, not a C++ abort or terminate.
+    if device != "cpu":
+        pytest.skip("the CPU kernels' scratch space")
+    msg = _raises(pf.OutOfMemoryError, "allocate", call, device)
+    assert "out of" in msg

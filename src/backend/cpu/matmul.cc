@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cblas.h>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "backend/cpu/kernel_utils.h"
@@ -26,9 +27,10 @@ std::vector<int64_t> batch_offsets(const Tensor& t) {
   return offs;
 }
 
-// float32 copy of a tensor (row-major) for the 16-bit and strided paths.
-std::vector<float> to_float_rows(const Tensor& t) {
-  std::vector<float> v(t.size());
+// float32 copy of a tensor (row-major) for the 16-bit and strided paths; a
+// broadcast operand may be larger than memory (then OutOfMemoryError).
+cpu::Scratch<float> to_float_rows(const Tensor& t) {
+  cpu::Scratch<float> v(t.size());
   cpu::dispatch(t.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* p = t.data<T>();
@@ -112,19 +114,19 @@ void Matmul::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
   }
   // float32 operands in a BLAS-compatible layout go straight to sgemm;
   // others are first copied to row-major float32.
-  std::vector<float> fa, fb;
+  std::optional<cpu::Scratch<float>> fa, fb;
   const float* pa;
   const float* pb;
   Strides sa = a.strides(), sb = b.strides();
   std::vector<int64_t> oa = batch_offsets(a), ob = batch_offsets(b);
-  auto prepare = [](const Tensor& t, std::vector<float>& buf, const float*& p, Strides& st,
+  auto prepare = [](const Tensor& t, std::optional<cpu::Scratch<float>>& buf, const float*& p, Strides& st,
                     std::vector<int64_t>& offs) {
     if (blas_ready(t)) {
       p = t.data<float>();
       return;
     }
     buf = to_float_rows(t);
-    p = buf.data();
+    p = buf->data();
     st = row_major_strides(t.shape());
     int64_t mat = t.shape()[t.ndim() - 2] * t.shape()[t.ndim() - 1];
     for (size_t i = 0; i < offs.size(); ++i) offs[i] = static_cast<int64_t>(i) * mat;
