@@ -67,8 +67,27 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     if isinstance(data, _core.Tensor):
         out = data if device is None else data.to(device)
     else:
-        out = _core.from_numpy(to_array(data), device)
+        arr = to_array(data)
+        if dtype is not None:
+            _check_fits(arr, dtype, "tensor")
+        out = _core.from_numpy(arr, device)
     return _leaf(out if dtype is None else out.astype(dtype), requires_grad)
+
+
+def _check_fits(arr, dtype, fn):
+    """Data given for an integer dtype must be finite and within its range,
+    as PyTorch requires (NaN would become INT_MIN, 2**40 wrap to 0). The
+    cast truncates toward zero, hence the open bounds."""
+    if dtype not in (_core.Dtype.int32, _core.Dtype.int64) or arr.size == 0 or arr.dtype == np.bool_:
+        return
+    if dtype == _core.Dtype.int64 and arr.dtype.kind in "iu":
+        return
+    lo, hi = (-(2**31) - 1, 2**31) if dtype == _core.Dtype.int32 else (-(2**63), 2**63)
+    wide = arr.astype(np.float64) if arr.dtype.kind == "f" else arr
+    ok = (wide > lo) & (wide < hi) if dtype == _core.Dtype.int32 else (wide >= lo) & (wide < hi)
+    if not ok.all():
+        bad = arr.reshape(-1)[np.argmin(ok.reshape(-1))]
+        raise ValueError(f"[{fn}] value {bad} cannot be converted to {dtype.name} without overflow")
 
 
 asarray = tensor

@@ -40,6 +40,9 @@ Tensor from_host_bits(nb::handle array, Dtype dtype, const char* fn);
 // One axis: any Python integer; ValueError "[fn] axis ... is out of range"
 // beyond int32 (no narrowing cast), "[fn] axis must be an integer" for others.
 int to_axis(nb::handle obj, const char* fn);
+// A count, size or position: any Python integer within int64, else a
+// ValueError naming fn and `what` (not nanobind's overload error).
+int64_t to_int64(nb::handle obj, const char* fn, const char* what);
 // None, an int or a sequence of ints.
 Axes to_axes(nb::handle obj, const char* fn);
 

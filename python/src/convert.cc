@@ -186,6 +186,22 @@ int to_axis(nb::handle obj, const char* fn) {
   return static_cast<int>(v);
 }
 
+int64_t to_int64(nb::handle obj, const char* fn, const char* what) {
+  if (PyBool_Check(obj.ptr()) || !PyIndex_Check(obj.ptr())) {
+    throw ValueError(errmsg(fn, std::string(what) + " must be an integer, got " +
+                                    nb::cast<std::string>(nb::str(obj.type().attr("__name__")))));
+  }
+  nb::object i = nb::steal(PyNumber_Index(obj.ptr()));
+  if (!i.is_valid()) throw nb::python_error();
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (overflow != 0) {
+    throw ValueError(errmsg(fn, std::string(what) + " " + nb::cast<std::string>(nb::str(i)) +
+                                    " is out of the int64 range"));
+  }
+  return v;
+}
+
 Axes to_axes(nb::handle obj, const char* fn) {
   if (obj.is_none()) return {};
   // An int-like that is not a sequence (a 1-element NumPy array is both).

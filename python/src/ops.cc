@@ -74,7 +74,26 @@ void init_ops(nb::module_& m) {
     if (mm && *mm < 0) throw ValueError(errmsg("eye", "m must be non-negative, got " + std::to_string(*mm)));
     return eye(n, mm.value_or(n), k, dtype_or(dt, Dtype::Float32, "eye"), to_opt_device(dev, "eye"));
   }, nb::arg("n"), nb::arg("m") = none, nb::arg("k") = 0, nb::arg("dtype") = none, nb::arg("device") = none);
-  m.def("manual_seed", &manual_seed, nb::arg("seed"));
+  m.def("manual_seed", [](nb::handle seed) {
+    // PyTorch's range: [-2**63, 2**64), negative seeds taken modulo 2**64.
+    nb::object i = nb::borrow(seed);
+    if (!PyBool_Check(seed.ptr()) && PyIndex_Check(seed.ptr())) i = nb::steal(PyNumber_Index(seed.ptr()));
+    if (!i.is_valid()) throw nb::python_error();
+    if (!PyLong_Check(i.ptr()) || PyBool_Check(seed.ptr())) {
+      throw ValueError(errmsg("manual_seed", "seed must be an integer, got " +
+                                                 nb::cast<std::string>(nb::str(seed.type().attr("__name__")))));
+    }
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+    if (overflow == 0) return manual_seed(static_cast<uint64_t>(v));
+    if (overflow > 0) {
+      const unsigned long long u = PyLong_AsUnsignedLongLong(i.ptr());
+      if (!PyErr_Occurred()) return manual_seed(u);
+      PyErr_Clear();
+    }
+    throw ValueError(errmsg("manual_seed", "seed " + nb::cast<std::string>(nb::str(i)) +
+                                               " is out of the range [-2**63, 2**64)"));
+  }, nb::arg("seed").none());
   m.def("get_rng_state", []() {
     RngState s = get_rng_state();
     return nb::make_tuple(s.seed, s.counter);
@@ -135,9 +154,25 @@ void init_ops(nb::module_& m) {
     auto [ta, tb] = tensor_pair(a, b, "where");
     return where(tc, ta, tb);
   }, nb::arg("condition").none(), nb::arg("a").none(), nb::arg("b").none());
-  m.def("clamp", [](nb::handle x, std::optional<double> lo, std::optional<double> hi) {
-    return clamp(as_tensor(x, nullptr, "clamp"), lo, hi);
-  }, nb::arg("x").none(), nb::arg("min") = none, nb::arg("max") = none);
+  m.def("clamp", [](nb::handle x, nb::handle lo, nb::handle hi) {
+    Tensor t = as_tensor(x, nullptr, "clamp");
+    // A Python int bound is exact: beyond int64 it cannot clamp an integer
+    // tensor (PyTorch raises), where as a double it would turn it to float.
+    auto bound = [&](nb::handle b) -> std::optional<double> {
+      if (b.is_none()) return std::nullopt;
+      if (is_integral(t.dtype()) && PyLong_Check(b.ptr()) && int_out_of_range(b, Dtype::Int64) != 0) {
+        throw ValueError(errmsg("clamp", "value " + nb::cast<std::string>(nb::str(b)) +
+                                             " cannot be converted to int64 without overflow"));
+      }
+      try {
+        return nb::cast<double>(b);
+      } catch (const nb::cast_error&) {
+        throw ValueError(errmsg("clamp", "min and max must be numbers or None, got " +
+                                             nb::cast<std::string>(nb::str(b.type().attr("__name__")))));
+      }
+    };
+    return clamp(t, bound(lo), bound(hi));
+  }, nb::arg("x").none(), nb::arg("min").none() = none, nb::arg("max").none() = none);
   m.def("astype", [](nb::handle x, nb::handle dt) {
     return astype(as_tensor(x, nullptr, "astype"), to_dtype(dt, "astype"));
   }, nb::arg("x").none(), nb::arg("dtype"));

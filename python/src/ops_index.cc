@@ -51,9 +51,11 @@ void init_ops_index(nb::module_& m) {
   m.def("split", [](nb::handle x, nb::handle size_or_sections, nb::handle ax) {
     Tensor t = as_tensor(x, nullptr, "split");
     const int axis = to_axis(ax, "split");
-    if (PyLong_Check(size_or_sections.ptr())) return split(t, nb::cast<int64_t>(size_or_sections), axis);
+    if (PyIndex_Check(size_or_sections.ptr()) && !PySequence_Check(size_or_sections.ptr())) {
+      return split(t, to_int64(size_or_sections, "split", "split_size"), axis);
+    }
     return split(t, int_list(size_or_sections, "split", "split_size_or_sections"), axis);
-  }, nb::arg("x").none(), nb::arg("split_size_or_sections"), nb::arg("axis").none() = 0,
+  }, nb::arg("x").none(), nb::arg("split_size_or_sections").none(), nb::arg("axis").none() = 0,
      "Splits x into views: chunks of an int size, or pieces of the listed sizes (a list).");
   m.def("gather", [](nb::handle x, nb::handle axis, nb::handle index) {
     Tensor tx = as_tensor(x, nullptr, "gather");
@@ -79,10 +81,10 @@ void init_ops_index(nb::module_& m) {
     return dropout(as_tensor(x, nullptr, "dropout"), p, training);
   }, nb::arg("x").none(), nb::arg("p") = 0.5, nb::arg("training") = true,
      "Zeroes elements with probability p (seeded by pf.manual_seed), scales the rest by 1/(1-p).");
-  m.def("slice_update", [](nb::handle cache, nb::handle update, int64_t start, nb::handle axis) {
+  m.def("slice_update", [](nb::handle cache, nb::handle update, nb::handle start, nb::handle axis) {
     Tensor tc = as_tensor(cache, nullptr, "slice_update");
-    return slice_update(tc, as_tensor(update, &tc, "slice_update"), start, to_axis(axis, "slice_update"));
-  }, nb::arg("cache").none(), nb::arg("update").none(), nb::arg("start"), nb::arg("axis").none() = 0,
+    return slice_update(tc, as_tensor(update, &tc, "slice_update"), to_int64(start, "slice_update", "start"), to_axis(axis, "slice_update"));
+  }, nb::arg("cache").none(), nb::arg("update").none(), nb::arg("start").none(), nb::arg("axis").none() = 0,
      "A new version of cache with update written at [start, start + update.shape[axis]) along\n"
      "axis. When nothing else holds the old version (rebind it: cache = pf.slice_update(cache,\n"
      "...)), evaluation reuses its buffer and writes only the update (no copy of the cache).");

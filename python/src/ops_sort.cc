@@ -34,10 +34,10 @@ void init_ops_sort(nb::module_& m) {
     return nb::make_tuple(r.values, r.indices);
   }, nb::arg("x").none(), nb::arg("axis").none() = -1, nb::arg("descending") = false, nb::arg("stable") = true,
      "torch.sort: (values, indices) along axis. Always stable; NaN sorts as the largest value.");
-  m.def("topk", [](nb::handle x, int64_t k, nb::handle axis, bool largest, bool sorted) {
-    ValuesIndices r = topk(as_tensor(x, nullptr, "topk"), k, to_axis(axis, "topk"), largest, sorted);
+  m.def("topk", [](nb::handle x, nb::handle k, nb::handle axis, bool largest, bool sorted) {
+    ValuesIndices r = topk(as_tensor(x, nullptr, "topk"), to_int64(k, "topk", "k"), to_axis(axis, "topk"), largest, sorted);
     return nb::make_tuple(r.values, r.indices);
-  }, nb::arg("x").none(), nb::arg("k"), nb::arg("axis").none() = -1, nb::arg("largest") = true,
+  }, nb::arg("x").none(), nb::arg("k").none(), nb::arg("axis").none() = -1, nb::arg("largest") = true,
      nb::arg("sorted") = true,
      "torch.topk: (values, indices) of the k largest (largest=False: smallest) entries along\n"
      "axis, in sorted order; ties keep the lower index first.");
@@ -46,9 +46,10 @@ void init_ops_sort(nb::module_& m) {
   }, nb::arg("x").none(), nb::arg("axis").none(), nb::arg("dtype") = none,
      "Inclusive running sum along axis. dtype: of the accumulation and the result (default:\n"
      "int64 for integers and bool, else x's dtype).");
-  m.def("multinomial", [](nb::handle probs, int64_t num_samples, bool replacement) {
-    return multinomial(as_tensor(probs, nullptr, "multinomial"), num_samples, replacement);
-  }, nb::arg("probs").none(), nb::arg("num_samples") = 1, nb::arg("replacement") = false,
+  m.def("multinomial", [](nb::handle probs, nb::handle num_samples, bool replacement) {
+    return multinomial(as_tensor(probs, nullptr, "multinomial"),
+                       to_int64(num_samples, "multinomial", "num_samples"), replacement);
+  }, nb::arg("probs").none(), nb::arg("num_samples").none() = 1, nb::arg("replacement") = false,
      "torch.multinomial: num_samples category indices (int64) per row of non-negative weights\n"
      "(V,) or (R, V). Drawn from the seeded generator (pf.manual_seed): the same on every device.");
 }

@@ -491,7 +491,7 @@ def test_index_select_and_embedding_with_empty_indices(device):
 # ---------------------------------------------------- errors at the boundary
 
 def test_cpp_conversion_failures_are_not_leaked(device):
-    with pytest.raises(TypeError) as info:
+    with pytest.raises(ValueError, match=r"^\[split\] split_size 9223372036854775808 is out of the int64") as info:
         pf.split(pf.ones(4), 2**63)
     assert "std::" not in str(info.value) and "bad_cast" not in str(info.value)
     _usable(device)
@@ -693,3 +693,62 @@ def test_kernel_scratch_beyond_memory_is_out_of_memory(device, call):
         pytest.skip("the CPU kernels' scratch space")
     msg = _raises(pf.OutOfMemoryError, "allocate", call, device)
     assert "out of" in msg
+
+
+# ------------------------------- construction values beyond the dtype
+
+@pytest.mark.parametrize("data, dtype", [
+    ([float("nan")], "int32"), ([float("inf")], "int64"), ([1e20], "int32"), ([-1e20], "int64"),
+    ([2**40], "int32"), ([1, -(2**31) - 1], "int32"), (np.array([2**40]), "int32"), (np.array([np.nan]), "int64"),
+])
+def test_tensor_data_beyond_an_integer_dtype_raises(device, data, dtype):
+    torch, _ = torch_or_skip()
+    if not isinstance(data, np.ndarray):  # torch checks Python numbers (it casts arrays)
+        with pytest.raises((RuntimeError, OverflowError, ValueError)):
+            torch.tensor(data, dtype=getattr(torch, dtype))
+    msg = _raises(ValueError, "tensor", lambda: pf.tensor(data, dtype=getattr(pf, dtype), device=device), device)
+    assert "without overflow" in msg
+
+
+def test_tensor_data_at_the_integer_edges_converts(device):
+    for data, dtype in [([2**31 - 1, -(2**31)], "int32"), ([3.9, -3.9], "int32"), ([2**62], "int64"),
+                        (np.array([True, False]), "int32"), ([], "int32")]:
+        expected = np.array(data).astype(dtype)
+        assert_close(pf.tensor(data, dtype=getattr(pf, dtype), device=device), expected, dtype)
+
+
+def test_clamp_integer_tensor_with_a_bound_beyond_int64_raises(device):
+    torch, _ = torch_or_skip()
+    with pytest.raises(RuntimeError):
+        torch.clamp(torch.tensor([1]), 0, 2**70)
+    _raises(ValueError, "clamp", lambda: pf.clamp(pf.tensor([1], device=device), 0, 2**70), device)
+    # A float bound promotes instead (test_compare), an int one within range fits.
+    assert pf.clamp(pf.tensor([1, 5], device=device), min=-(2.0**70)).dtype == pf.float32
+    assert pf.clamp(pf.tensor([1, 5], device=device), max=2**63 - 2**10).numpy().tolist() == [1, 5]
+    _raises(ValueError, "clamp", lambda: pf.clamp(pf.tensor([1.0], device=device), "a"), device)
+
+
+# ------------------------------- integer arguments beyond int64
+
+@pytest.mark.parametrize("call, fn", [
+    (lambda v: pf.topk(pf.ones(3), v), "topk"), (lambda v: pf.multinomial(pf.ones(3), v), "multinomial"),
+    (lambda v: pf.split(pf.ones(4), v), "split"), (lambda v: pf.slice_update(pf.ones(4), pf.ones(1), v), "slice_update"),
+    (lambda v: pf.manual_seed(v * 2), "manual_seed"),
+])
+def test_integer_argument_beyond_int64_is_a_clear_error(device, call, fn):
+    for v in (2**64, -(2**64), 2**100):
+        msg = _raises(ValueError, fn, lambda: call(v), device)
+        assert "range" in msg and "incompatible function arguments" not in msg
+    for v in (1.5, "2", None):
+        _raises(ValueError, fn, lambda: call(v) if fn != "manual_seed" else pf.manual_seed(v), device)
+
+
+def test_manual_seed_takes_torchs_range(device):
+    torch, _ = torch_or_skip()
+    for seed in (-1, -(2**63), 2**64 - 1, np.int64(7)):
+        torch.manual_seed(int(seed))
+        pf.manual_seed(seed)
+    pf.manual_seed(-1)
+    a = pf.rand(4).numpy()
+    pf.manual_seed(2**64 - 1)  # -1 modulo 2**64: the same stream
+    np.testing.assert_array_equal(a, pf.rand(4).numpy())
