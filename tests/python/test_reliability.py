@@ -680,15 +680,17 @@ def _huge_view(*shape, dtype="float32"):
 
 
 @pytest.mark.parametrize("call", [
-    lambda: (_huge_view(1, 2**40) @ _huge_view(2**40, 1)).item(),
-    lambda: (_huge_view(1, 2**40, dtype="float16") @ _huge_view(2**40, 1, dtype="float16")).item(),
+    lambda: (_huge_view(1, 2**50) @ _huge_view(2**50, 1)).item(),
+    lambda: (_huge_view(1, 2**50, dtype="float16") @ _huge_view(2**50, 1, dtype="float16")).item(),
     # 64 query rows: the kernel's scratch fails inside its parallel loop.
     lambda: pf.nn.functional.scaled_dot_product_attention(
-        pf.ones(1, 1, 64, 4), _huge_view(1, 1, 2**40, 4), _huge_view(1, 1, 2**40, 4)).numpy(),
+        pf.ones(1, 1, 64, 4), _huge_view(1, 1, 2**50, 4), _huge_view(1, 1, 2**50, 4)).numpy(),
 ])
 def test_kernel_scratch_beyond_memory_is_out_of_memory(device, call):
     # The output is small, but a CPU kernel's temporary copy of a broadcast
-    # operand is not: pf.OutOfMemoryError, not a C++ abort or terminate.
+    # operand is not: pf.OutOfMemoryError, not a C++ abort or terminate. The
+    # sizes exceed any 64-bit address space (2**48 bytes and up), so the
+    # allocation fails even where the kernel overcommits memory.
     if device != "cpu":
         pytest.skip("the CPU kernels' scratch space")
     msg = _raises(pf.OutOfMemoryError, "allocate", call, device)
@@ -719,7 +721,7 @@ def test_tensor_data_at_the_integer_edges_converts(device):
 
 def test_clamp_integer_tensor_with_a_bound_beyond_int64_raises(device):
     torch, _ = torch_or_skip()
-    with pytest.raises(RuntimeError):
+    with pytest.raises((RuntimeError, OverflowError)):  # the type varies by PyTorch version
         torch.clamp(torch.tensor([1]), 0, 2**70)
     _raises(ValueError, "clamp", lambda: pf.clamp(pf.tensor([1], device=device), 0, 2**70), device)
     # A float bound promotes instead (test_compare), an int one within range fits.
