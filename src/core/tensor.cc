@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "backend/cpu/copy.h"
-#include "ir/primitive.h"
+#include "ir/primitives.h"
 #include "pyflame/autograd.h"
 #include "pyflame/checked.h"
 #include "pyflame/ops.h"
@@ -28,7 +28,31 @@ bool records_grad(Dtype dtype, const std::vector<Tensor>& inputs) {
   }
   return false;
 }
+
+// Whether a node's vjp reads its inputs' values (PyTorch's saved tensors):
+// views, copies, casts, put, sums and differences do not, so writing their
+// inputs in place afterwards is allowed, as in PyTorch.
+bool vjp_reads_inputs(const Primitive* p) {
+  if (!p || p->is_view()) return false;
+  if (auto* b = dynamic_cast<const Binary*>(p)) {
+    return b->op != BinaryOp::Add && b->op != BinaryOp::Sub;
+  }
+  return !dynamic_cast<const AsType*>(p) && !dynamic_cast<const ToDevice*>(p) &&
+         !dynamic_cast<const Put*>(p);
+}
+
+// What backward() compares against: the inputs' write counts now.
+void record_input_versions(Node& n) {
+  if (!n.requires_grad || !vjp_reads_inputs(n.prim.get())) return;
+  n.input_versions.resize(n.inputs.size());
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const Node* in = n.inputs[i].node();
+    n.input_versions[i] = in && in->version ? in->version->load() : 0;
+  }
+}
 }  // namespace
+
+uint64_t next_node_id() { return g_next_id.load(std::memory_order_relaxed); }
 
 Node::Node() : id(g_next_id.fetch_add(1, std::memory_order_relaxed)) {}
 
@@ -85,6 +109,7 @@ Tensor Tensor::make(Shape shape, Dtype dtype, Device device, std::shared_ptr<Pri
   n->prim = std::move(prim);
   n->inputs = std::move(inputs);
   n->requires_grad = records_grad(n->dtype, n->inputs);
+  record_input_versions(*n);
   return Tensor(std::move(n));
 }
 
@@ -109,6 +134,7 @@ Tensor Tensor::make_view(Shape shape, Strides strides, int64_t offset,
     n->prim = std::move(prim);
     n->inputs = {base};
   }
+  record_input_versions(*n);
   return Tensor(std::move(n));
 }
 
@@ -188,6 +214,29 @@ void Tensor::set_grad(const Tensor& g) {
   std::shared_ptr<Node> old;  // released outside the lock: its destructor may run a graph
   std::lock_guard<std::mutex> lock(g_grad_slot_mu);
   old = std::exchange(node_->grad, g.node_ptr());
+}
+
+uint32_t Tensor::version() const { return node_->version ? node_->version->load() : 0; }
+
+void Tensor::bump_version() {
+  if (!node_->version) node_->version = std::make_shared<std::atomic<uint32_t>>(0);
+  node_->version->fetch_add(1);
+}
+
+void Tensor::share_version(const Tensor& other) {
+  if (!other.node_->version) other.node_->version = std::make_shared<std::atomic<uint32_t>>(0);
+  node_->version = other.node_->version;
+}
+
+bool Tensor::is_view_of(const Tensor& base) const {
+  if (node_ == base.node_) return false;
+  if (node_->buffer && node_->buffer == base.node_->buffer) return true;
+  const Node* n = node_.get();  // down a chain of views (x[:, 1:] slices twice)
+  while (n->prim && n->prim->is_view() && n->inputs.size() == 1) {
+    n = n->inputs[0].node();
+    if (n == base.node()) return true;
+  }
+  return false;
 }
 
 void Tensor::copy_to_host(void* dst) const {
