@@ -1,8 +1,7 @@
 // Vector-Jacobian products of the scatter family. put: x's cotangent is the
 // output's with the written positions zeroed (a put of zeros); source's is
-// the output's cotangent read at those positions (a gather). Where an index
-// repeats, every writer gets the gradient of the kept value (PyTorch leaves
-// this case undefined too).
+// the output's cotangent read at those positions (a gather), for the writes
+// that were kept where an index repeats.
 #include "autograd/vjp_utils.h"
 
 namespace pyflame {
@@ -17,10 +16,18 @@ std::vector<Tensor> Put::vjp(const std::vector<Tensor>& in, const Tensor& c, con
       return Tensor::make(c.shape(), c.dtype(), c.device(), std::make_shared<Put>(fn, axis, axis_size),
                           {c, index, zero});
     }
-    const Tensor n = scalar(static_cast<double>(c.size()), index.dtype(), index.device());
-    Tensor pos = where(lt(index, scalar(0, index.dtype(), index.device())), add(index, n), index);
-    Tensor g = index_select(reshape(c, {-1}), 0, reshape(pos, {-1}));
-    return reshape(g, index.shape());
+    const Device dev = index.device();
+    const Tensor n = scalar(static_cast<double>(c.size()), index.dtype(), dev);
+    Tensor pos = reshape(where(lt(index, scalar(0, index.dtype(), dev)), add(index, n), index), {-1});
+    Tensor g = index_select(reshape(c, {-1}), 0, pos);
+    // Only the write that was kept reaches the output: put each write's
+    // number the same way and keep the gradient where it won.
+    const int64_t k = index.size();
+    Tensor ids = arange(0, static_cast<double>(k), 1, Dtype::Int64, dev);
+    Tensor owner = Tensor::make({c.size()}, Dtype::Int64, dev, std::make_shared<Put>(fn, axis, axis_size),
+                                {full({c.size()}, -1, Dtype::Int64, dev), pos, ids});
+    Tensor kept = eq(index_select(owner, 0, pos), ids);
+    return reshape(where(kept, g, like_scalar(0, g)), index.shape());
   });
 }
 
