@@ -32,10 +32,9 @@ Tensor scatter_source(const Tensor& x, int axis, const Tensor& index, const Tens
   for (int d = 0; d < x.ndim(); ++d) {
     const int64_t m = index.shape()[d];
     if ((src.ndim() != 0 && m > src.shape()[d]) || (d != axis && m > x.shape()[d])) {
-      throw ValueError(errmsg(fn, "index " + shape_str(index.shape()) +
-                                      " is larger than src " + shape_str(src.shape()) +
-                                      " or than x " + shape_str(x.shape()) + " off axis " +
-                                      std::to_string(axis)));
+      throw ValueError(errmsg(fn, "index " + shape_str(index.shape()) + " is larger than src " +
+                                      shape_str(src.shape()) + " or than x " +
+                                      shape_str(x.shape()) + " off axis " + std::to_string(axis)));
     }
   }
   Tensor s = astype(src, x.dtype());
@@ -71,8 +70,8 @@ Tensor scatter_add(const Tensor& x, int axis, const Tensor& index, const Tensor&
     throw ValueError(errmsg(fn, std::string("only floating-point tensors are supported, got ") +
                                     dtype_name(x.dtype())));
   }
-  Tensor added = Tensor::make(x.shape(), x.dtype(), x.device(),
-                              std::make_shared<ScatterAdd>(a, fn), {s, contiguous(index)});
+  Tensor added = Tensor::make(x.shape(), x.dtype(), x.device(), std::make_shared<ScatterAdd>(a, fn),
+                              {s, contiguous(index)});
   return add(x, added);
 }
 
@@ -101,7 +100,8 @@ Tensor scatter(const Tensor& x, int axis, const Tensor& index, const Tensor& src
   const Tensor past_end = scalar(beyond, Dtype::Int64, dev);
   pos = where(lt(idx, scalar(0, Dtype::Int64, dev)), past_end, pos);
   pos = where(ge(idx, size_a), past_end, pos);
-  return Tensor::make(x.shape(), x.dtype(), x.device(), std::make_shared<Put>(fn, a, x.ndim() ? x.shape()[a] : 1),
+  return Tensor::make(x.shape(), x.dtype(), x.device(),
+                      std::make_shared<Put>(fn, a, x.ndim() ? x.shape()[a] : 1),
                       {x, contiguous(pos), contiguous(s)});
 }
 

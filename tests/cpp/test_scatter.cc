@@ -10,7 +10,9 @@
 using namespace pyflame;
 
 namespace {
-Tensor from(const std::vector<float>& v, Shape s) { return Tensor::from_host(v.data(), s, Dtype::Float32); }
+Tensor from(const std::vector<float>& v, Shape s) {
+  return Tensor::from_host(v.data(), s, Dtype::Float32);
+}
 Tensor ints(const std::vector<int64_t>& v) {
   return Tensor::from_host(v.data(), {static_cast<int64_t>(v.size())}, Dtype::Int64);
 }

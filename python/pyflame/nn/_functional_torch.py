@@ -228,9 +228,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest",  # noqa: A0
             raise ValueError(f"[{fn}] align_corners option can only be set with the "
                              "interpolating modes: linear | bilinear | trilinear")
     elif mode in ("linear", "bilinear", "trilinear"):
-        if _LINEAR[x.ndim] != mode:
-            raise ValueError(f"[{fn}] mode {mode!r} expects a {2 + ('linear', 'bilinear', 'trilinear').index(mode) + 1}-D "
-                             f"input, got {x.ndim}-D")
+        want = {v: k for k, v in _LINEAR.items()}[mode]
+        if x.ndim != want:
+            raise ValueError(f"[{fn}] mode {mode!r} expects a {want}-D input, got {x.ndim}-D")
     else:
         raise ValueError(f"[{fn}] mode must be 'nearest', 'linear', 'bilinear' or 'trilinear', "
                          f"got {mode!r}")

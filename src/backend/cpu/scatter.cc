@@ -10,7 +10,9 @@ namespace pyflame {
 
 void Put::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
   const Tensor &x = in[0], &index = in[1], &src = in[2];
-  if (out.buffer() != x.buffer() && out.size() > 0) cpu::copy_strided_to_contiguous(x, out.raw_data());
+  if (out.buffer() != x.buffer() && out.size() > 0) {
+    cpu::copy_strided_to_contiguous(x, out.raw_data());
+  }
   const int64_t n = out.size(), k = index.size();
   if (k == 0) return;
   cpu::dispatch(out.dtype(), [&](auto tag) {
@@ -27,8 +29,10 @@ void Put::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
         po[j] = ps[i];
       }
     };
-    if (index.dtype() == Dtype::Int32) run(int32_t{});
-    else run(int64_t{});
+    if (index.dtype() == Dtype::Int32)
+      run(int32_t{});
+    else
+      run(int64_t{});
   });
 }
 

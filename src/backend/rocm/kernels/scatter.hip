@@ -48,8 +48,10 @@ void Put::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
           out.data<T>(), src.data<T>(), index.data<I>(), k, n, static_cast<long long*>(flag->ptr));
       PF_HIP_CHECK_LAUNCH();
     };
-    if (index.dtype() == Dtype::Int32) run(int32_t{});
-    else run(int64_t{});
+    if (index.dtype() == Dtype::Int32)
+      run(int32_t{});
+    else
+      run(int64_t{});
   });
   if (auto bad = read_range_flag(ctx, flag->ptr)) throw IndexError(range_error(*bad, n));
 }
