@@ -334,3 +334,34 @@ def test_write_then_read_view_inside_autograd_graph():
     outs[0].backward()
     outs[1].backward()
     np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-5)
+
+
+def test_inplace_on_empty_and_nonfinite(device):
+    e = pf.zeros(0, 4, device=device)
+    e.add_(1).mul_(2).zero_()
+    assert e.shape == (0, 4)
+    a = np.array([1.0, np.nan, np.inf, -np.inf], np.float32)
+    x = _t(a, device)
+    x.mul_(2)
+    x.clamp_(-5, 5)
+    t = torch.tensor(a)
+    t.mul_(2)
+    t.clamp_(-5, 5)
+    np.testing.assert_array_equal(x.numpy(), t.numpy())
+
+
+def test_views_through_shape_ops_see_writes(device):
+    a = np.random.randn(2, 3, 4).astype(np.float32)
+    x = _t(a, device)
+    flat = x.flatten()
+    sq = x[:, :1].squeeze(1)
+    un = x.unsqueeze(0)
+    sw = x.swapaxes(0, 2)
+    pieces = pf.split(x, 2, axis=2)
+    pieces[1].fill_(9.0)
+    a[:, :, 2:] = 9.0
+    sw[0, 1, 1] = -3.0  # x[1, 1, 0]
+    a[1, 1, 0] = -3.0
+    for view, ref in ((flat, a.reshape(-1)), (sq, a[:, 0]), (un, a[None]), (sw, a.swapaxes(0, 2)),
+                      (x, a)):
+        np.testing.assert_array_equal(view.numpy(), ref)

@@ -363,3 +363,20 @@ def test_loss_errors(device):
     nan = F.smooth_l1_loss(pf.tensor([np.nan, 1.0], device=device), pf.zeros(2, device=device),
                            reduction="none").numpy()
     assert np.isnan(nan[0]) and nan[1] == 0.5
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_losses_broadcast_and_low_precision(device, dtype):
+    a = np.random.randn(4, 3).astype(np.float32)
+    b = np.random.randn(3).astype(np.float32)  # broadcasts over the rows
+    x, t = _pair(a, device, dtype)
+    y, u = _pair(b, device, dtype)
+    for name, kw in (("smooth_l1_loss", {"beta": 0.5}), ("huber_loss", {"delta": 0.5}),
+                     ("l1_loss", {}), ("kl_div", {})):
+        _close(getattr(F, name)(x, y, **kw), getattr(TF, name)(t, u, **kw), dtype)
+    z = (np.random.rand(4, 3) > 0.5).astype(np.float32)
+    zz, zt = _pair(z, device, dtype)
+    _close(F.binary_cross_entropy_with_logits(x, zz), TF.binary_cross_entropy_with_logits(t, zt),
+           dtype)
+    assert F.huber_loss(x, y).dtype == x.dtype

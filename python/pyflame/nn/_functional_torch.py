@@ -334,9 +334,8 @@ def kl_div(input, target, size_average=None, reduce_=None, reduction="mean",  # 
     if log_target:
         loss = _core.exp(t) * (t - x)
     else:
-        pos = _core.gt(t, _const(0, t))
-        safe = _core.where(pos, t, _const(1, t))
-        xlogx = _core.where(pos, t * _core.log(safe), _core.where(_core.eq(t, t), _const(0, t), t))
+        zero = _core.eq(t, _const(0, t))  # xlogy: 0 log 0 = 0; negative targets give NaN
+        xlogx = _core.where(zero, _const(0, t), t * _core.log(_core.where(zero, _const(1, t), t)))
         loss = xlogx - t * x
     if reduction == "batchmean":
         n = x.shape[0] if x.ndim else 1
