@@ -6,8 +6,8 @@ from .module import Module
 
 
 class _Inplace(Module):
-    # ``inplace`` is accepted for torch compatibility; results are always new
-    # tensors (a lazy graph has no in-place kernels).
+    # ``inplace`` is accepted for torch compatibility; the result is always a
+    # new tensor and the input keeps its value.
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
