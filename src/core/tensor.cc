@@ -41,14 +41,20 @@ bool vjp_reads_inputs(const Primitive* p) {
          !dynamic_cast<const Put*>(p);
 }
 
+// Node::version is replaced by writes (Python threads) while backward() may
+// read it on another thread.
+std::mutex g_version_mu;
+
+uint32_t version_of(const Node* n) {
+  std::lock_guard<std::mutex> lock(g_version_mu);
+  return n && n->version ? n->version->load() : 0;
+}
+
 // What backward() compares against: the inputs' write counts now.
 void record_input_versions(Node& n) {
   if (!n.requires_grad || !vjp_reads_inputs(n.prim.get())) return;
   n.input_versions.resize(n.inputs.size());
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
-    const Node* in = n.inputs[i].node();
-    n.input_versions[i] = in && in->version ? in->version->load() : 0;
-  }
+  for (size_t i = 0; i < n.inputs.size(); ++i) n.input_versions[i] = version_of(n.inputs[i].node());
 }
 }  // namespace
 
@@ -216,21 +222,27 @@ void Tensor::set_grad(const Tensor& g) {
   old = std::exchange(node_->grad, g.node_ptr());
 }
 
-uint32_t Tensor::version() const { return node_->version ? node_->version->load() : 0; }
+uint32_t Tensor::version() const { return version_of(node_.get()); }
 
 void Tensor::bump_version() {
+  std::lock_guard<std::mutex> lock(g_version_mu);
   if (!node_->version) node_->version = std::make_shared<std::atomic<uint32_t>>(0);
   node_->version->fetch_add(1);
 }
 
 void Tensor::share_version(const Tensor& other) {
+  std::lock_guard<std::mutex> lock(g_version_mu);
   if (!other.node_->version) other.node_->version = std::make_shared<std::atomic<uint32_t>>(0);
   node_->version = other.node_->version;
 }
 
 bool Tensor::is_view_of(const Tensor& base) const {
   if (node_ == base.node_) return false;
-  if (node_->buffer && node_->buffer == base.node_->buffer) return true;
+  // Buffers are read only once published (an evaluation may be writing them).
+  if (is_evaluated() && base.is_evaluated() && node_->buffer &&
+      node_->buffer == base.node_->buffer) {
+    return true;
+  }
   const Node* n = node_.get();  // down a chain of views (x[:, 1:] slices twice)
   while (n->prim && n->prim->is_view() && n->inputs.size() == 1) {
     n = n->inputs[0].node();
