@@ -27,7 +27,11 @@ _INT64 = _core.Dtype.int64
 
 def _track(base, out, derive):
     """Records ``out`` (made by ``derive(base)``) as a view of base's storage."""
-    if not isinstance(out, Tensor) or not out._is_view_of(base):
+    if not isinstance(out, Tensor) or out is base:
+        return out
+    # The same node (a squeeze with nothing to squeeze, contiguous() of a
+    # row-major tensor) is an alias: PyTorch returns a view there too.
+    if out._node_id != base._node_id and not out._is_view_of(base):
         return out
     root = getattr(base, "_pf_base", None)
     if root is None:

@@ -76,6 +76,7 @@ Tensor.flatten = lambda self, *a, **k: ops.flatten(self, *a, **k)
 Tensor.swapaxes = lambda self, a, b: ops.swapaxes(self, a, b)
 Tensor.split = lambda self, *a, **k: ops.split(self, *a, **k)
 Tensor.chunk = lambda self, chunks, axis=0: ops.chunk(self, chunks, axis)
+Tensor.contiguous = lambda self: ops.contiguous(self)
 Tensor.dim = lambda self: self.ndim
 Tensor.numel = lambda self: self.size
 Tensor.nelement = Tensor.numel

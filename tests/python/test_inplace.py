@@ -365,3 +365,15 @@ def test_views_through_shape_ops_see_writes(device):
     for view, ref in ((flat, a.reshape(-1)), (sq, a[:, 0]), (un, a[None]), (sw, a.swapaxes(0, 2)),
                       (x, a)):
         np.testing.assert_array_equal(view.numpy(), ref)
+
+
+def test_aliases_see_writes(device):
+    x = pf.zeros(2, 3, device=device)
+    same = x.squeeze()  # nothing to squeeze: the same storage
+    c = x.contiguous()  # already row-major: an alias, as in PyTorch
+    copy = x.T.contiguous()  # a copy: independent
+    same.add_(1)
+    c[0, 0] = 5.0
+    np.testing.assert_array_equal(x.numpy(), [[5, 1, 1], [1, 1, 1]])
+    np.testing.assert_array_equal(same.numpy(), x.numpy())
+    np.testing.assert_array_equal(copy.numpy(), np.zeros((3, 2)))
