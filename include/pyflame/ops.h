@@ -113,4 +113,5 @@ int normalize_axis(int axis, int ndim, const char* fn);
 #include "pyflame/ops_llm.h"    // NOLINT
 #include "pyflame/ops_loss.h"   // NOLINT
 #include "pyflame/ops_norm.h"   // NOLINT
+#include "pyflame/ops_scatter.h"  // NOLINT
 #include "pyflame/ops_sort.h"   // NOLINT

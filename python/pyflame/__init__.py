@@ -16,7 +16,10 @@ from ._core import Dtype  # noqa: E402
 from .ops import (  # noqa: F401
     tensor, asarray, zeros, ones, full, arange, eye, rand, randn, randint,
     zeros_like, ones_like, reshape, transpose, squeeze, broadcast_to, eval, device_info,
+    unsqueeze, flatten, swapaxes, split, chunk, where, contiguous,
 )
+from ._inplace import masked_fill, scatter, index_add  # noqa: F401
+from ._einsum import einsum  # noqa: F401
 from . import _tensor_methods  # noqa: F401  (adds methods and repr to Tensor)
 from . import autograd  # noqa: F401
 from .autograd import (  # noqa: F401

@@ -67,6 +67,7 @@ void init_ops_index(nb::module_& m);
 void init_ops_llm(nb::module_& m);
 void init_ops_loss(nb::module_& m);
 void init_ops_norm(nb::module_& m);
+void init_ops_scatter(nb::module_& m);
 void init_ops_sort(nb::module_& m);
 
 }  // namespace pyflame::py

@@ -46,5 +46,6 @@ NB_MODULE(_core, m) {
   pyflame::py::init_ops_llm(m);
   pyflame::py::init_ops_loss(m);
   pyflame::py::init_ops_norm(m);
+  pyflame::py::init_ops_scatter(m);
   pyflame::py::init_ops_sort(m);
 }

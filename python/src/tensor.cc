@@ -149,7 +149,9 @@ void init_tensor(nb::module_& m) {
       .def("__repr__", [](Dtype t) { return std::string("pyflame.") + dtype_name(t); })
       .def("__str__", [](Dtype t) { return std::string(dtype_name(t)); });
 
-  auto cls = nb::class_<Tensor>(m, "Tensor");
+  // dynamic attributes and weak references: the Python layer tracks views of
+  // written tensors (pyflame/_inplace.py).
+  auto cls = nb::class_<Tensor>(m, "Tensor", nb::dynamic_attr(), nb::is_weak_referenceable());
   cls
       .def_prop_ro("shape", [](const Tensor& t) { return nb::tuple(nb::cast(t.shape())); })
       .def_prop_ro("dtype", &Tensor::dtype)
@@ -181,6 +183,19 @@ void init_tensor(nb::module_& m) {
       // Rebinds this handle to another tensor's node: how in-place updates
       // (running statistics, optimizer steps) look to Python holders.
       .def("_replace", &replace_keeping_grad_state)
+      // In-place writes: the storage's write count (torch's _version).
+      .def_prop_ro("_version", &Tensor::version)
+      .def("_bump_version", &Tensor::bump_version)
+      .def("_share_version", &Tensor::share_version)
+      .def_prop_ro("_node_id", &Tensor::id)
+      // (strides, offset) in elements of the buffer: where a view's
+      // elements sit, for writes through it.
+      .def_prop_ro("_layout", [](const Tensor& t) {
+            return nb::make_tuple(nb::tuple(nb::cast(t.strides())), t.offset());
+          })
+      .def_prop_ro("_is_contiguous", &Tensor::is_row_contiguous)
+      // Whether this tensor is a view sharing base's storage.
+      .def("_is_view_of", &Tensor::is_view_of)
       .def("__len__", [](const Tensor& t) {
             if (t.ndim() == 0) throw ValueError("[len] len() of a 0-d tensor");
             return t.shape()[0];

@@ -9,6 +9,7 @@
 #include "ir/primitives_llm.h"
 #include "ir/primitives_loss.h"
 #include "ir/primitives_norm.h"
+#include "ir/primitives_scatter.h"
 #include "ir/primitives_sort.h"
 
 namespace pyflame {
@@ -32,6 +33,7 @@ namespace pyflame {
   PF_LLM_PRIMITIVES(X)           \
   PF_LOSS_PRIMITIVES(X)          \
   PF_NORM_PRIMITIVES(X)          \
+  PF_SCATTER_PRIMITIVES(X)       \
   PF_SORT_PRIMITIVES(X)
 
 

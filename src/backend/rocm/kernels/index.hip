@@ -150,6 +150,8 @@ __global__ void pad_grad_kernel(T* out, const T* c, Indexer<1> ix, int64_t c_ste
   }
 }
 
+}  // namespace
+
 // Reads a kernel's range flag back (stream-ordered): the bad index, if any.
 std::optional<int64_t> read_range_flag(DeviceContext& ctx, const void* flag) {
   long long report[2] = {0, 0};
@@ -163,7 +165,7 @@ std::optional<int64_t> read_range_flag(DeviceContext& ctx, const void* flag) {
   if (report[0]) return static_cast<int64_t>(report[1]);
   return std::nullopt;
 }
-}  // namespace
+
 }  // namespace pyflame::backend::rocm
 
 namespace pyflame {
