@@ -23,6 +23,9 @@ OptDevice to_opt_device(nb::handle obj, const char* fn);
 // `like` (weak typing) and its device; arrays and lists go through NumPy.
 Tensor as_tensor(nb::handle obj, const Tensor* like, const char* fn);
 
+// Two tensor-likes; a scalar adopts the other operand's dtype and device.
+std::pair<Tensor, Tensor> tensor_pair(nb::handle a, nb::handle b, const char* fn);
+
 // A C-contiguous NumPy array of a supported dtype -> an evaluated CPU tensor.
 Tensor from_numpy(nb::handle array, const char* fn);
 nb::object to_numpy(const Tensor& t);
@@ -52,7 +55,9 @@ void init_backend(nb::module_& m);
 void init_ops_conv(nb::module_& m);
 void init_ops_index(nb::module_& m);
 void init_ops_llm(nb::module_& m);
+void init_ops_linalg(nb::module_& m);
 void init_ops_loss(nb::module_& m);
+void init_ops_math(nb::module_& m);
 void init_ops_norm(nb::module_& m);
 void init_ops_sort(nb::module_& m);
 
