@@ -89,7 +89,7 @@ def diagonal(x, /, *, offset=0):
     length = builtins.max(0, builtins.min(m - r0, n - c0))
     flat = _core.reshape(_core.contiguous(x), list(x.shape[:-2]) + [m * n])
     i = ops.arange(length, device=x.device)
-    idx = _core.add(_core.mul(_core.add(i, r0), n), c0) if length else i
+    idx = _core.add(_core.mul(i, n + 1), r0 * n + c0) if length else i  # (i + r0, i + c0)
     return _core.index_select(flat, flat.ndim - 1, idx)
 
 

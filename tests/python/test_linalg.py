@@ -86,7 +86,8 @@ def test_rank_deficient_and_singular():
 def test_solve_vector_and_broadcast():
     a = random_array((2, 1, 3, 3)) + 4 * np.eye(3)
     b = random_array((4, 3, 1))
-    close(la.solve(T(a), T(b)), np.linalg.solve(a, b), rtol=1e-3, atol=1e-3)
+    want = np.linalg.solve(np.broadcast_to(a, (2, 4, 3, 3)), np.broadcast_to(b, (2, 4, 3, 1)))
+    close(la.solve(T(a), T(b)), want, rtol=1e-3, atol=1e-3)
     v = random_array((3,))
     close(la.solve(T(a[0, 0]), T(v)), np.linalg.solve(a[0, 0], v), rtol=1e-3, atol=1e-3)
     with pytest.raises(ValueError, match=r"\[linalg.solve\]"):

@@ -119,9 +119,11 @@ def test_floor_divide_remainder(device, dtype):
     b = random_array((5,), dtype, -6, 6)
     if dtype == "float32":
         b[b == 0] = 1.5
+        a, b = a.astype(np.float32), b.astype(np.float32)  # the reference in the same precision
     b[0] = -1
-    np.testing.assert_array_equal(run("floor_divide", a, b, device=device), np.floor_divide(a, b))
-    np.testing.assert_array_equal(run("remainder", a, b, device=device), np.remainder(a, b))
+    with np.errstate(divide="ignore", invalid="ignore"):  # integer x // 0 is 0 in both
+        np.testing.assert_array_equal(run("floor_divide", a, b, device=device), np.floor_divide(a, b))
+        np.testing.assert_array_equal(run("remainder", a, b, device=device), np.remainder(a, b))
 
 
 def test_integer_division_by_zero_and_overflow(device):
@@ -165,7 +167,7 @@ def test_non_contiguous_and_empty(device):
     t = pf.tensor(x, device=device)
     view = t.T[::2]
     np.testing.assert_allclose(pf.asinh(view).numpy(), np.arcsinh(x.T[::2]), rtol=2e-6)
-    np.testing.assert_allclose(pf.hypot(view, t[:4, ::2]).numpy(), np.hypot(x.T[::2], x[:4, ::2]), rtol=2e-6)
+    np.testing.assert_allclose(pf.hypot(view, t[2:6, 1:7]).numpy(), np.hypot(x.T[::2], x[2:6, 1:7]), rtol=2e-6)
     e = pf.zeros(0, 3, device=device)
     assert pf.log1p(e).shape == (0, 3) and pf.atan2(e, e).shape == (0, 3)
     assert pf.isnan(e).shape == (0, 3)

@@ -131,6 +131,7 @@ void determinant(const T* a, int n, T& sign, T& logabs, T& det) {
     logabs += std::log(std::fabs(d));
     det *= d;
   }
+  if (sign * det < T(0)) det = -det;  // det carries the pivots' parity too
   if (info > 0) {  // exactly singular
     sign = T(0);
     logabs = -std::numeric_limits<T>::infinity();
