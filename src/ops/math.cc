@@ -75,7 +75,7 @@ Tensor math_binary(MathBinaryOp op, const Tensor& a, const Tensor& b) {
     t = Dtype::Bool;
   } else if (op <= B::Logaddexp) {
     if (!is_floating(t)) t = Dtype::Float32;
-    if (op == B::Nextafter && t != Dtype::Float32) {
+    if (op == B::Nextafter && itemsize(t) < 4) {  // a float32 step is not a 16-bit one
       throw ValueError(errmsg(fn, std::string("needs float32 or wider tensors, got ") + dtype_name(t)));
     }
   } else if (op <= B::Remainder) {

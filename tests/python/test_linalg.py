@@ -137,3 +137,22 @@ def test_compositions_differentiate(device):
 def test_gpu_decompositions_raise(gpu_device):
     with pytest.raises(RuntimeError, match=r"\[linalg.inv\] not implemented on the rocm backend"):
         la.inv(pf.eye(3, device=gpu_device)).numpy()
+
+
+def test_decomposition_grads_match_torch():
+    from gradcheck import check_vs_torch
+    torch = pytest.importorskip("torch")
+    g = random_array((2, 3, 3)) + 3 * np.eye(3)
+    b = random_array((2, 3, 2))
+    s = spd(3, (2,))
+    check_vs_torch(la.inv, torch.linalg.inv, [g], "cpu", rtol=1e-3, atol=1e-4)
+    check_vs_torch(la.det, torch.linalg.det, [g], "cpu", rtol=1e-3, atol=1e-3)
+    check_vs_torch(lambda x: la.slogdet(x).logabsdet, lambda x: torch.linalg.slogdet(x).logabsdet, [g], "cpu",
+                   rtol=1e-3, atol=1e-4)
+    check_vs_torch(la.solve, torch.linalg.solve, [g, b], "cpu", rtol=1e-3, atol=1e-4)
+    for upper in (False, True):
+        check_vs_torch(lambda x: la.cholesky(x, upper=upper), lambda x: torch.linalg.cholesky(x, upper=upper),
+                       [s], "cpu", rtol=1e-3, atol=1e-4)
+    with pytest.raises(ValueError, match=r"not differentiable"):
+        x = pf.tensor(s.astype(np.float32), requires_grad=True)
+        pf.sum(la.eigvalsh(x)).backward()
