@@ -3,8 +3,9 @@
 
 Decompositions (cholesky, inv, det, slogdet, solve, qr, eigh, svd) run LAPACK
 on the CPU; on 'rocm' they raise a clear error (no cuSOLVER/rocSOLVER path
-yet). They compute in float32 for integer and 16-bit inputs and are not
-differentiable yet. The rest are compositions of differentiable ops.
+yet). They compute in float32 for integer and 16-bit inputs; inv, det,
+slogdet, solve and cholesky are differentiable, qr, eigh and svd not yet. The
+rest are compositions of differentiable ops.
 """
 import builtins
 import math
