@@ -4,7 +4,7 @@
 // CPU they run LAPACK (OpenBLAS's); the GPU backend raises a clear error
 // naming the op (no cuSOLVER/rocSOLVER path yet). Numerical failures
 // (a singular matrix, no Cholesky factor) raise ValueError at evaluation.
-// inv, det, slogdet, solve and cholesky are differentiable; qr, eigh and svd not yet.
+// inv, det, slogdet, solve, cholesky and eigh are differentiable; qr and svd not yet.
 #pragma once
 #include <tuple>
 #include <utility>

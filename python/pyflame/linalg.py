@@ -4,7 +4,7 @@
 Decompositions (cholesky, inv, det, slogdet, solve, qr, eigh, svd) run LAPACK
 on the CPU; on 'rocm' they raise a clear error (no cuSOLVER/rocSOLVER path
 yet). They compute in float32 for integer and 16-bit inputs; inv, det,
-slogdet, solve and cholesky are differentiable, qr, eigh and svd not yet. The
+slogdet, solve, cholesky and eigh are differentiable, qr and svd not yet. The
 rest are compositions of differentiable ops.
 """
 import builtins

@@ -30,6 +30,22 @@ Tensor cholesky_grad(const Tensor& out, const Tensor& c, bool upper) {
   return mul(add(g, mT(g)), like_scalar(0.5, g));
 }
 
+// Symmetric eigendecomposition A = V diag(w) V^T: the values' cotangent
+// gives V diag(gw) V^T, the vectors' V (F o V^T gV) V^T with
+// F_ij = 1 / (w_j - w_i) off the diagonal and 0 on it, symmetrized.
+Tensor eigh_grad(const Tensor& a, const Tensor& c, int output) {
+  auto [w, v] = linalg::eigh(a);
+  if (output == 0) return matmul(mul(v, unsqueeze(c, c.ndim() - 1)), mT(v));
+  Tensor e = sub(unsqueeze(w, w.ndim() - 1), unsqueeze(w, w.ndim()));  // e_ij = w_j - w_i
+  const int64_t n = a.shape(-1);
+  Tensor r = unsqueeze(arange(0, double(n), 1, Dtype::Int64, a.device()), 1);
+  Tensor k = unsqueeze(arange(0, double(n), 1, Dtype::Int64, a.device()), 0);
+  Tensor diag = eq(r, k);
+  Tensor f = where(diag, like_scalar(0, e), div(like_scalar(1, e), where(diag, like_scalar(1, e), e)));
+  Tensor g = matmul(matmul(v, mul(f, matmul(mT(v), c))), mT(v));
+  return mul(add(g, mT(g)), like_scalar(0.5, g));  // symmetric, as the input (PyTorch's convention)
+}
+
 }  // namespace
 
 std::vector<Tensor> Lapack::vjp(const std::vector<Tensor>& in, const Tensor& c, const Tensor& out,
@@ -46,6 +62,7 @@ std::vector<Tensor> Lapack::vjp(const std::vector<Tensor>& in, const Tensor& c, 
       return for_each_arg(argnums, [&](int i) { return i == 1 ? gb : neg(matmul(gb, mT(out))); });
     }
     case LapackOp::Cholesky: return {cholesky_grad(out, c, flag)};
+    case LapackOp::Eigh: return {eigh_grad(a, c, output)};
     default:
       throw ValueError(errmsg("backward", std::string(name()) + " is not differentiable yet"));
   }

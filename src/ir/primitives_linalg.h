@@ -19,7 +19,7 @@ class Lapack : public Primitive {
   Lapack(LapackOp o, int out_index, bool f) : op(o), output(out_index), flag(f) {}
   const char* name() const override;
   PF_EVAL_DECLS
-  // inv, det, slogdet, solve and cholesky; the others raise "not differentiable".
+  // inv, det, slogdet, solve, cholesky and eigh; qr and svd raise "not differentiable".
   PF_VJP_DECL
   LapackOp op;
   int output;  // which output of the decomposition this node holds

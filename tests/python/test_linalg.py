@@ -153,6 +153,10 @@ def test_decomposition_grads_match_torch():
     for upper in (False, True):
         check_vs_torch(lambda x: la.cholesky(x, upper=upper), lambda x: torch.linalg.cholesky(x, upper=upper),
                        [s], "cpu", rtol=1e-3, atol=1e-4)
+    check_vs_torch(la.eigvalsh, torch.linalg.eigvalsh, [s], "cpu", rtol=1e-3, atol=1e-4)
+    # Eigenvectors up to sign: a sign-invariant function of them.
+    check_vs_torch(lambda x: la.eigh(x).eigenvectors ** 2, lambda x: torch.linalg.eigh(x).eigenvectors ** 2,
+                   [s], "cpu", rtol=1e-3, atol=1e-4)
     with pytest.raises(ValueError, match=r"not differentiable"):
         x = pf.tensor(s.astype(np.float32), requires_grad=True)
-        pf.sum(la.eigvalsh(x)).backward()
+        pf.sum(la.svdvals(x)).backward()
