@@ -223,6 +223,8 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002
     if x.ndim == 0:
         x, axes = _core.reshape(x, [1]), [0]
     a = _core.abs(x)
+    if not axes:  # a norm over no axes: each element on its own
+        return _core.astype(_core.ne(a, _core.full([], 0.0, a.dtype, a.device)), a.dtype) if ord == 0 else a
     if ord == math.inf:
         return _core.max(a, axes, keepdims)
     if ord == -math.inf:

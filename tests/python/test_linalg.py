@@ -111,6 +111,7 @@ def test_norms_and_compositions(device):
     for ord in (2, 1, np.inf, -np.inf, 0, 3, -1.5):
         for axis in (None, -1, (0, 2)):
             close(la.vector_norm(t, axis=axis, ord=ord), ref_vector_norm(a, axis, ord), rtol=1e-4, atol=1e-5)
+    close(la.vector_norm(t, axis=()), np.abs(a))
     for ord in ("fro", 1, -1, np.inf, -np.inf):
         close(la.matrix_norm(t, ord=ord), np.linalg.norm(a, ord=ord, axis=(-2, -1)))
     close(la.matrix_norm(t, keepdims=True), np.linalg.norm(a, axis=(-2, -1), keepdims=True))
