@@ -21,6 +21,11 @@ from .ops import (  # noqa: F401
 from ._inplace import masked_fill, scatter, index_add  # noqa: F401
 from ._einsum import einsum  # noqa: F401
 from . import _tensor_methods  # noqa: F401  (adds methods and repr to Tensor)
+from . import linalg  # noqa: F401,E402
+from . import array_api  # noqa: F401,E402
+from .array_api import _array as _array_api_object  # noqa: E402
+
+_array_api_object.install(Tensor)  # noqa: F405
 from . import autograd  # noqa: F401
 from .autograd import (  # noqa: F401
     no_grad, enable_grad, set_grad_enabled, is_grad_enabled, grad, value_and_grad,

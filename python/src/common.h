@@ -29,6 +29,8 @@ int int_out_of_range(nb::handle obj, Dtype t);
 // and the other a Python int outside its dtype's range: the exact answer, as
 // NumPy 2 gives (every element compares the same way); nullopt otherwise.
 std::optional<Tensor> compare_with_big_int(nb::handle a, nb::handle b, const char* fn);
+// Two tensor-likes; a scalar adopts the other operand's dtype and device.
+std::pair<Tensor, Tensor> tensor_pair(nb::handle a, nb::handle b, const char* fn);
 
 // A C-contiguous NumPy array of a supported dtype -> an evaluated CPU tensor.
 Tensor from_numpy(nb::handle array, const char* fn);
@@ -65,7 +67,9 @@ void init_backend(nb::module_& m);
 void init_ops_conv(nb::module_& m);
 void init_ops_index(nb::module_& m);
 void init_ops_llm(nb::module_& m);
+void init_ops_linalg(nb::module_& m);
 void init_ops_loss(nb::module_& m);
+void init_ops_math(nb::module_& m);
 void init_ops_norm(nb::module_& m);
 void init_ops_scatter(nb::module_& m);
 void init_ops_sort(nb::module_& m);

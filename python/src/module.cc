@@ -44,7 +44,9 @@ NB_MODULE(_core, m) {
   pyflame::py::init_ops_conv(m);
   pyflame::py::init_ops_index(m);
   pyflame::py::init_ops_llm(m);
+  pyflame::py::init_ops_linalg(m);
   pyflame::py::init_ops_loss(m);
+  pyflame::py::init_ops_math(m);
   pyflame::py::init_ops_norm(m);
   pyflame::py::init_ops_scatter(m);
   pyflame::py::init_ops_sort(m);

@@ -8,9 +8,6 @@
 
 namespace pyflame::py {
 
-namespace {
-
-// Two tensor-likes; a scalar adopts the other operand's dtype and device.
 std::pair<Tensor, Tensor> tensor_pair(nb::handle a, nb::handle b, const char* fn) {
   if (nb::isinstance<Tensor>(a)) {
     Tensor ta = nb::cast<Tensor>(a);
@@ -23,6 +20,8 @@ std::pair<Tensor, Tensor> tensor_pair(nb::handle a, nb::handle b, const char* fn
   Tensor ta = as_tensor(a, nullptr, fn);
   return {ta, as_tensor(b, &ta, fn)};
 }
+
+namespace {
 
 template <Tensor (*F)(const Tensor&, const Tensor&)>
 void def_binary(nb::module_& m, const char* name) {

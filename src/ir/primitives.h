@@ -6,8 +6,10 @@
 #include "ir/primitive.h"
 #include "ir/primitives_conv.h"
 #include "ir/primitives_index.h"
+#include "ir/primitives_linalg.h"
 #include "ir/primitives_llm.h"
 #include "ir/primitives_loss.h"
+#include "ir/primitives_math.h"
 #include "ir/primitives_norm.h"
 #include "ir/primitives_scatter.h"
 #include "ir/primitives_sort.h"
@@ -30,8 +32,10 @@ namespace pyflame {
   X(Matmul)                      \
   PF_CONV_PRIMITIVES(X)          \
   PF_INDEX_PRIMITIVES(X)         \
+  PF_LINALG_PRIMITIVES(X)        \
   PF_LLM_PRIMITIVES(X)           \
   PF_LOSS_PRIMITIVES(X)          \
+  PF_MATH_PRIMITIVES(X)          \
   PF_NORM_PRIMITIVES(X)          \
   PF_SCATTER_PRIMITIVES(X)       \
   PF_SORT_PRIMITIVES(X)

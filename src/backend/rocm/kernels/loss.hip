@@ -56,7 +56,7 @@ __device__ __forceinline__ float ce_loss(float xt, float wt, float m, float lse,
 }
 
 // A finite reference value for the smoothing sums (keeps them small).
-__device__ __forceinline__ float pivot_of(float v) { return isfinite(v) ? v : 0.0f; }
+__device__ __forceinline__ float pivot_of(float v) { return ::isfinite(v) ? v : 0.0f; }
 
 template <typename T, typename I, bool kSmooth>
 __global__ void __launch_bounds__(kLossMaxThreads)
