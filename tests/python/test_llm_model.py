@@ -445,6 +445,7 @@ def test_bad_configs_and_weights(tmp_path, rng):
     del no_vocab["vocab_size"]
     _err(write(no_vocab, random_weights(cfg, rng)), "lacks vocab_size")
     _err(write(dict(cfg, num_key_value_heads=3)), "multiple of num_key_value_heads")
+    _err(write(dict(cfg, model_type="mistral", sliding_window=-2)), "sliding_window must be positive")
     _err(write(dict(cfg, rope_scaling={"rope_type": "yarn", "factor": 2.0})), "'yarn' is not supported")
     _err(write(dict(cfg, rope_scaling={"rope_type": "llama3", "factor": 2.0})), "lacks low_freq_factor")
     w = random_weights(cfg, rng)
