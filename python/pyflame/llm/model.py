@@ -40,7 +40,10 @@ class KVCache:
 
 
 def _linear(x, w, b=None):
-    y = C.matmul(x, w.T)
+    """x (..., K) @ w.T as one (rows, K) GEMM: a batched matmul against the
+    broadcast weight would read the weight once per batch row."""
+    lead = list(x.shape[:-1])
+    y = C.matmul(x.reshape([-1, x.shape[-1]]), w.T).reshape(lead + [w.shape[0]])
     return y if b is None else y + b
 
 
@@ -107,7 +110,7 @@ class LlamaModel:
                 masks[win] = self._mask(B, S, pos, cache.max_len if cache is not None else S, pad, win)
             h = self._layer(h, lw, i, pos, cache, rope_pos, masks[win])
         h = C.rms_norm(h, self.norm, cfg.rms_norm_eps)
-        logits = C.matmul(h, self.lm_head.T)
+        logits = _linear(h, self.lm_head)
         if cache is not None:
             cache.offset = pos + S
         return logits
