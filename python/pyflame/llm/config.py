@@ -27,7 +27,8 @@ class ModelConfig:
     qkv_bias: bool = False     # Qwen2, or Llama's attention_bias
     o_bias: bool = False       # Llama's attention_bias
     mlp_bias: bool = False     # Llama's mlp_bias
-    sliding_window: int = None  # attend to the last W positions only (Mistral, Qwen2)
+    # Query i attends to keys i - W < j <= i (its own included, as Hugging Face's Mistral).
+    sliding_window: int = None
     window_from_layer: int = 0  # layers before this one attend to everything (Qwen2's max_window_layers)
     max_position_embeddings: int = 4096
     eos_token_id: list = field(default_factory=list)
