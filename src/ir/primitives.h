@@ -40,6 +40,7 @@ class Full : public Primitive {
  public:
   explicit Full(double v) : value(v) {}
   const char* name() const override { return "full"; }
+  PF_PARAMS(value)
   PF_EVAL_DECLS
   // Full ignores its inputs when it has any: an op whose result is a
   // constant (a reduction over zero elements) keeps its input here so the
@@ -52,6 +53,7 @@ class Arange : public Primitive {
  public:
   Arange(double s, double st) : start(s), step(st) {}
   const char* name() const override { return "arange"; }
+  PF_PARAMS(start, step)
   PF_EVAL_DECLS
   double start, step;
 };
@@ -60,6 +62,7 @@ class Eye : public Primitive {
  public:
   explicit Eye(int64_t diag) : k(diag) {}
   const char* name() const override { return "eye"; }
+  PF_PARAMS(k)
   PF_EVAL_DECLS
   int64_t k;
 };
@@ -73,6 +76,7 @@ class Random : public Primitive {
   const char* name() const override {
     return kind == Uniform ? "rand" : kind == Normal ? "randn" : "randint";
   }
+  PF_PARAMS(kind, key, low, high)
   PF_EVAL_DECLS
   Kind kind;
   uint64_t key;
@@ -89,6 +93,7 @@ class Unary : public Primitive {
  public:
   explicit Unary(UnaryOp o) : op(o) {}
   const char* name() const override { return unary_name(op); }
+  PF_PARAMS(op)
   PF_EVAL_DECLS
   PF_VJP_DECL
   UnaryOp op;
@@ -105,6 +110,7 @@ class Binary : public Primitive {
  public:
   explicit Binary(BinaryOp o) : op(o) {}
   const char* name() const override { return binary_name(op); }
+  PF_PARAMS(op)
   PF_EVAL_DECLS
   PF_VJP_DECL
   BinaryOp op;
@@ -114,6 +120,7 @@ class Binary : public Primitive {
 class Where : public Primitive {
  public:
   const char* name() const override { return "where"; }
+  PF_NO_PARAMS
   PF_EVAL_DECLS
   PF_VJP_DECL
 };
@@ -122,6 +129,7 @@ class Where : public Primitive {
 class AsType : public Primitive {
  public:
   const char* name() const override { return "astype"; }
+  PF_NO_PARAMS
   PF_EVAL_DECLS
   PF_VJP_DECL
 };
@@ -130,6 +138,7 @@ class AsType : public Primitive {
 class ToDevice : public Primitive {
  public:
   const char* name() const override { return "to"; }
+  PF_NO_PARAMS
   PF_EVAL_DECLS
   PF_VJP_DECL
 };
@@ -142,6 +151,7 @@ class Reduce : public Primitive {
  public:
   Reduce(ReduceOp o, std::vector<int> ax) : op(o), axes(std::move(ax)) {}
   const char* name() const override;
+  PF_PARAMS(op, axes)
   PF_EVAL_DECLS
   PF_VJP_DECL
   ReduceOp op;
@@ -153,6 +163,7 @@ class Softmax : public Primitive {
  public:
   explicit Softmax(bool lg) : log(lg) {}
   const char* name() const override { return log ? "log_softmax" : "softmax"; }
+  PF_PARAMS(log)
   PF_EVAL_DECLS
   PF_VJP_DECL
   bool log;
@@ -162,16 +173,20 @@ class Softmax : public Primitive {
 class Matmul : public Primitive {
  public:
   const char* name() const override { return "matmul"; }
+  PF_NO_PARAMS
   PF_EVAL_DECLS
   PF_VJP_DECL
 };
 
 // ---- views (layout fixed at record time; no kernels) ----
-// Each keeps what its vjp needs to map a cotangent back to the input.
+// Each keeps what its vjp needs to map a cotangent back to the input. The
+// layout itself belongs to the node (its shape, strides and offset), so these
+// four carry no parameters.
 #define PF_VIEW(Cls, nm)                             \
   class Cls : public ViewPrimitive {                 \
    public:                                           \
     const char* name() const override { return nm; } \
+    PF_NO_PARAMS                                     \
     PF_VJP_DECL                                      \
   };
 PF_VIEW(Reshape, "reshape")
@@ -184,6 +199,7 @@ class Transpose : public ViewPrimitive {
  public:
   explicit Transpose(std::vector<int> p) : perm(std::move(p)) {}
   const char* name() const override { return "transpose"; }
+  PF_PARAMS(perm)
   PF_VJP_DECL
   std::vector<int> perm;
 };
@@ -195,6 +211,7 @@ class Slice : public ViewPrimitive {
   Slice(std::vector<int64_t> st, std::vector<int64_t> sp, int dropped = -1)
       : starts(std::move(st)), steps(std::move(sp)), dropped_axis(dropped) {}
   const char* name() const override { return "slice"; }
+  PF_PARAMS(starts, steps, dropped_axis)
   PF_VJP_DECL
   std::vector<int64_t> starts, steps;
   int dropped_axis;
@@ -204,6 +221,7 @@ class Slice : public ViewPrimitive {
 class StopGradient : public ViewPrimitive {
  public:
   const char* name() const override { return "detach"; }
+  PF_NO_PARAMS
 };
 
 }  // namespace pyflame
