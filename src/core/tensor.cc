@@ -7,12 +7,12 @@
 #include <utility>
 #include <sstream>
 
-#include "backend/cpu/copy.h"
 #include "ir/primitive.h"
 #include "pyflame/autograd.h"
 #include "pyflame/checked.h"
 #include "pyflame/ops.h"
 #include "runtime/allocator.h"
+#include "runtime/backend.h"
 
 namespace pyflame {
 
@@ -193,7 +193,7 @@ void Tensor::set_grad(const Tensor& g) {
 void Tensor::copy_to_host(void* dst) const {
   Tensor h = device().is_cpu() ? *this : to_device(*this, Device::cpu());
   h.eval();
-  cpu::copy_strided_to_contiguous(h, dst);
+  runtime::copy_host_contiguous(h, dst);
 }
 
 std::string Tensor::str() const {

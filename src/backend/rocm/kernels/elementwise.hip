@@ -158,9 +158,7 @@ void copy_strided(Dtype dtype, const void* src, const Shape& shape, const Stride
   }
 }
 
-std::shared_ptr<Buffer> temp_buffer(DeviceContext& ctx, size_t bytes) {
-  return allocate_buffer(ctx.device, bytes);
-}
+std::shared_ptr<Buffer> temp_buffer(DeviceContext& ctx, size_t bytes) { return allocate_on(ctx, bytes); }
 
 // Materializes a transposed float32 matrix (a .T view) with BLAS geam, the
 // library's tuned out-of-place transpose. False for any other layout.
@@ -213,24 +211,22 @@ __global__ void negative_exponent_kernel(const T* e, Indexer<1> ix, int64_t n, i
 }
 
 // Integer pow raises on a negative exponent, as on the CPU: a check kernel
-// and one read-back (integer pow is rare; float pow skips this).
+// whose flag is read at the end of the evaluation (integer pow is rare;
+// float pow skips this).
 void check_int_exponents(const Tensor& e, const Shape& shape, DeviceContext& ctx) {
   const int64_t n = shape_size(shape);
-  auto flag = temp_buffer(ctx, sizeof(int));
-  PF_HIP_CHECK(hipMemsetAsync(flag->ptr, 0, sizeof(int), ctx.stream));
+  int* flag = reinterpret_cast<int*>(deferred_check(ctx, 1, [](const int64_t*) {
+    throw ValueError(errmsg("pow", "integers to negative integer powers are not allowed"));
+  }));
   Indexer<1> ix = make_indexer<1>(shape, {&e.strides()}, "pow");
   dispatch(e.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
       negative_exponent_kernel<T><<<grid_for(ctx, n, kThreads), kThreads, 0, ctx.stream>>>(
-          e.data<T>(), ix, n, static_cast<int*>(flag->ptr));
+          e.data<T>(), ix, n, flag);
       PF_HIP_CHECK_LAUNCH();
     }
   });
-  int h = 0;
-  PF_HIP_CHECK(hipMemcpyAsync(&h, flag->ptr, sizeof(int), hipMemcpyDeviceToHost, ctx.stream));
-  PF_HIP_CHECK(hipStreamSynchronize(ctx.stream));
-  if (h) throw ValueError(errmsg("pow", "integers to negative integer powers are not allowed"));
 }
 }  // namespace
 
