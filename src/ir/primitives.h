@@ -106,14 +106,22 @@ const char* binary_name(BinaryOp op);
 constexpr bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
 
 // Inputs have the output's shape (broadcast views) and the same dtype.
+// With a scalar operand (a Python number: `x * 0.5`, `1 - x`) the one input
+// is the tensor operand and the number travels to the kernel as an
+// argument, converted to the input dtype exactly as full() would store it;
+// scalar_side says which operand it is (0: a, 1: b).
 class Binary : public Primitive {
  public:
   explicit Binary(BinaryOp o) : op(o) {}
+  Binary(BinaryOp o, int side, double value) : op(o), scalar_side(side), scalar(value) {}
   const char* name() const override { return binary_name(op); }
-  PF_PARAMS(op)
+  PF_PARAMS(op, scalar_side, scalar)
   PF_EVAL_DECLS
   PF_VJP_DECL
+  bool has_scalar() const { return scalar_side >= 0; }
   BinaryOp op;
+  int scalar_side = -1;  // -1: two tensor inputs
+  double scalar = 0.0;
 };
 
 // Inputs: bool condition, a, b; all broadcast to the output shape.

@@ -1,4 +1,5 @@
-// Primitive parameters: equality and hashing derived from PF_PARAMS.
+// Primitive parameters: equality and hashing derived from PF_PARAMS; the
+// scalar operand of binary ops.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -6,6 +7,7 @@
 #include <memory>
 
 #include "ir/primitives.h"
+#include "pyflame/ops.h"
 
 using namespace pyflame;
 
@@ -36,6 +38,11 @@ ConvGeometry geometry() {
 
 Pool pool(int64_t k = 2, bool ceil = false) {
   return Pool(PoolKind::Max, {k, k}, {2, 2}, {0, 0}, {1, 1}, ceil, true);
+}
+
+Tensor from_values() {
+  std::vector<float> v{1.f, 2.f, 3.f};
+  return Tensor::from_host(v.data(), {3}, Dtype::Float32);
 }
 }  // namespace
 
@@ -122,4 +129,26 @@ TEST(PrimitiveParams, UsableAsAKey) {
   cache[std::make_shared<Binary>(BinaryOp::Mul)] = 3;
   EXPECT_EQ(cache.size(), 2u);
   EXPECT_EQ(cache[std::make_shared<Binary>(BinaryOp::Mul)], 3);
+}
+
+TEST(ScalarOperand, RecordedAsAKernelArgument) {
+  Tensor x = from_values();
+  Tensor y = mul(x, scalar(0.5, Dtype::Float32));
+  auto* b = dynamic_cast<Binary*>(y.primitive());
+  ASSERT_NE(b, nullptr);
+  EXPECT_TRUE(b->has_scalar());
+  EXPECT_EQ(b->scalar_side, 1);
+  EXPECT_EQ(b->scalar, 0.5);
+  ASSERT_EQ(y.inputs().size(), 1u);  // no node for the number
+  Tensor z = sub(scalar(1.0, Dtype::Float32), x);
+  EXPECT_EQ(static_cast<Binary*>(z.primitive())->scalar_side, 0);
+  // The scalar is a parameter: x * 0.5 and x * 0.25 are different ops.
+  EXPECT_FALSE(y.primitive()->equal(*mul(x, scalar(0.25, Dtype::Float32)).primitive()));
+  EXPECT_TRUE(y.primitive()->equal(*mul(x, scalar(0.5, Dtype::Float32)).primitive()));
+  // A 0-d tensor that is not a bare constant stays a tensor operand.
+  Tensor w = mul(x, sum(x, {}, false));
+  EXPECT_EQ(w.inputs().size(), 2u);
+  std::vector<float> v(3);
+  z.copy_to_host(v.data());
+  EXPECT_EQ(v, (std::vector<float>{0.f, -1.f, -2.f}));
 }

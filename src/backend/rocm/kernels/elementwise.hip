@@ -33,6 +33,16 @@ struct BinaryF {
   __device__ auto operator()(A x, A y) const { return binary_apply<Op>(x, y); }
 };
 
+// A binary op with one operand a kernel argument: s op x, or x op s.
+template <BinaryOp Op, typename A, bool ScalarFirst>
+struct ScalarBinaryF {
+  A s;
+  __device__ auto operator()(A x) const {
+    if constexpr (ScalarFirst) return binary_apply<Op>(s, x);
+    else return binary_apply<Op>(x, s);
+  }
+};
+
 template <typename To>
 struct ConvertF {
   template <typename A>
@@ -233,14 +243,27 @@ void check_int_exponents(const Tensor& e, const Shape& shape, DeviceContext& ctx
 void Binary::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   DeviceContext& ctx = context(out.device().index);
   DeviceGuard g(ctx.device);
-  if (op == BinaryOp::Pow && is_integral(in[1].dtype()) && in[1].dtype() != Dtype::Bool) {
-    check_int_exponents(in[1], out.shape(), ctx);
+  // A scalar exponent was checked when the op was recorded.
+  const int exponent = has_scalar() ? (scalar_side == 0 ? 0 : -1) : 1;
+  if (op == BinaryOp::Pow && exponent >= 0 && is_integral(in[exponent].dtype()) &&
+      in[exponent].dtype() != Dtype::Bool) {
+    check_int_exponents(in[exponent], out.shape(), ctx);
   }
   visit_binary(op, [&](auto opc) {
     constexpr BinaryOp O = decltype(opc)::value;
     dispatch(in[0].dtype(), [&](auto tag) {
       using T = decltype(tag);
       using R = binary_out_t<decltype(opc), T>;
+      if (has_scalar()) {
+        // Converted as Full::eval_gpu stores it, then widened as a load is.
+        const auto s = static_cast<acc_t<T>>(convert<T>(static_cast<acc_t<T>>(scalar)));
+        auto run = [&](auto f) {
+          launch_map<1, T, R>(out.data<R>(), {in[0].data<T>()}, out.shape(), {&in[0].strides()}, f, ctx, name());
+        };
+        if (scalar_side == 0) run(ScalarBinaryF<O, acc_t<T>, true>{s});
+        else run(ScalarBinaryF<O, acc_t<T>, false>{s});
+        return;
+      }
       launch_map<2, T, R>(out.data<R>(), {in[0].data<T>(), in[1].data<T>()}, out.shape(),
                           {&in[0].strides(), &in[1].strides()}, BinaryF<O>{}, ctx, name());
     });
