@@ -179,24 +179,37 @@ void invalidate(const std::vector<NodeRef>& order, const Unchecked& u, std::exce
 void run(const std::vector<NodeRef>& order) {
   runtime::GpuEvaluation gpu;  // this evaluation's devices, streams and checks
   Unchecked unchecked;
-  for (const NodeRef& ref : order) {
-    std::shared_ptr<Node> n = ref.lock();
-    if (!n) continue;
-    if (!n->prim) throw RuntimeError("[eval] leaf tensor without data");
-    const size_t checks = gpu.checks_made();
-    eval_node(n.get());
-    if (gpu.checks_made() != checks || !unchecked.nodes.empty()) unchecked.note(n.get(), gpu.checks_made() != checks);
-    if (!n->requires_grad || n->grad_leaf) {
-      n->inputs.clear();
-      n->prim.reset();
+  // Reads the pending checks; a failed one invalidates what rests on it.
+  auto finish = [&] {
+    try {
+      gpu.finish();
+    } catch (...) {
+      invalidate(order, unchecked, std::current_exception());
+      throw;
     }
-  }
+  };
   try {
-    gpu.finish();
+    for (const NodeRef& ref : order) {
+      std::shared_ptr<Node> n = ref.lock();
+      if (!n) continue;
+      if (!n->prim) throw RuntimeError("[eval] leaf tensor without data");
+      const size_t checks = gpu.checks_made();
+      eval_node(n.get());
+      const bool made_check = gpu.checks_made() != checks;
+      if (made_check || !unchecked.nodes.empty()) unchecked.note(n.get(), made_check);
+      if (!n->requires_grad || n->grad_leaf) {
+        n->inputs.clear();
+        n->prim.reset();
+      }
+    }
   } catch (...) {
-    invalidate(order, unchecked, std::current_exception());
+    // A node failed after a device check was made: that check, if it
+    // failed, is the cause (a kernel may have tripped over its bad data),
+    // so it is the error raised; else the node's own.
+    if (!unchecked.nodes.empty()) finish();
     throw;
   }
+  finish();
 }  // on an error the streams synchronize here, before anything is published
 
 }  // namespace
