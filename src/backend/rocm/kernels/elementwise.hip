@@ -33,14 +33,14 @@ struct BinaryF {
   __device__ auto operator()(A x, A y) const { return binary_apply<Op>(x, y); }
 };
 
-// A binary op with one operand a kernel argument: s op x, or x op s.
-template <BinaryOp Op, typename A, bool ScalarFirst>
+// A binary op with one operand a kernel argument: s op x (first), or x op s.
+// The side is a run-time argument (uniform across the grid): one kernel per
+// op and dtype, not two.
+template <BinaryOp Op, typename A>
 struct ScalarBinaryF {
   A s;
-  __device__ auto operator()(A x) const {
-    if constexpr (ScalarFirst) return binary_apply<Op>(s, x);
-    else return binary_apply<Op>(x, s);
-  }
+  bool first;
+  __device__ auto operator()(A x) const { return first ? binary_apply<Op>(s, x) : binary_apply<Op>(x, s); }
 };
 
 template <typename To>
@@ -257,11 +257,8 @@ void Binary::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
       if (has_scalar()) {
         // Converted as Full::eval_gpu stores it, then widened as a load is.
         const auto s = static_cast<acc_t<T>>(convert<T>(static_cast<acc_t<T>>(scalar)));
-        auto run = [&](auto f) {
-          launch_map<1, T, R>(out.data<R>(), {in[0].data<T>()}, out.shape(), {&in[0].strides()}, f, ctx, name());
-        };
-        if (scalar_side == 0) run(ScalarBinaryF<O, acc_t<T>, true>{s});
-        else run(ScalarBinaryF<O, acc_t<T>, false>{s});
+        launch_map<1, T, R>(out.data<R>(), {in[0].data<T>()}, out.shape(), {&in[0].strides()},
+                            ScalarBinaryF<O, acc_t<T>>{s, scalar_side == 0}, ctx, name());
         return;
       }
       launch_map<2, T, R>(out.data<R>(), {in[0].data<T>(), in[1].data<T>()}, out.shape(),
