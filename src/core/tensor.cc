@@ -7,12 +7,12 @@
 #include <utility>
 #include <sstream>
 
-#include "backend/cpu/copy.h"
 #include "ir/primitives.h"
 #include "pyflame/autograd.h"
 #include "pyflame/checked.h"
 #include "pyflame/ops.h"
 #include "runtime/allocator.h"
+#include "runtime/backend.h"
 
 namespace pyflame {
 
@@ -254,7 +254,7 @@ bool Tensor::is_view_of(const Tensor& base) const {
 void Tensor::copy_to_host(void* dst) const {
   Tensor h = device().is_cpu() ? *this : to_device(*this, Device::cpu());
   h.eval();
-  cpu::copy_strided_to_contiguous(h, dst);
+  runtime::copy_host_contiguous(h, dst);
 }
 
 std::string Tensor::str() const {

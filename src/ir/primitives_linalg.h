@@ -18,6 +18,7 @@ class Lapack : public Primitive {
  public:
   Lapack(LapackOp o, int out_index, bool f) : op(o), output(out_index), flag(f) {}
   const char* name() const override;
+  PF_PARAMS(op, output, flag)
   PF_EVAL_DECLS
   // inv, det, slogdet, solve, cholesky and eigh; qr and svd raise "not differentiable".
   PF_VJP_DECL

@@ -46,6 +46,7 @@ class MathUnary : public Primitive {
  public:
   explicit MathUnary(MathUnaryOp o) : op(o) {}
   const char* name() const override { return math_unary_name(op); }
+  PF_PARAMS(op)
   PF_EVAL_DECLS
   PF_VJP_DECL
   MathUnaryOp op;
@@ -55,6 +56,7 @@ class MathBinary : public Primitive {
  public:
   explicit MathBinary(MathBinaryOp o) : op(o) {}
   const char* name() const override { return math_binary_name(op); }
+  PF_PARAMS(op)
   PF_EVAL_DECLS
   PF_VJP_DECL
   MathBinaryOp op;

@@ -116,16 +116,15 @@ void ROCmBLAS::geam(Trans ta, Trans tb, int M, int N, float alpha, const float* 
 }
 
 ROCmBLAS& get_blas(int device) {
-  // One per context: with multi_stream an evaluation's bundle has its own
-  // handle and stream. Process lifetime, like the contexts.
-  static std::mutex mu;
-  static auto* blas = new std::map<DeviceContext*, ROCmBLAS*>;
+  // One per context, kept in it: with multi_stream an evaluation's bundle
+  // has its own handle and stream. Process lifetime, like the contexts.
   if (device < 0) device = std::max(0, get_current_device());
   DeviceContext& ctx = context(device);
+  if (ROCmBLAS* b = ctx.blas_api.load(std::memory_order_acquire)) return *b;
+  static std::mutex mu;  // creation only
   std::lock_guard lk(mu);
-  ROCmBLAS*& slot = (*blas)[&ctx];
-  if (!slot) slot = new ROCmBLAS(ctx);
-  return *slot;
+  if (!ctx.blas_api.load()) ctx.blas_api.store(new ROCmBLAS(ctx), std::memory_order_release);
+  return *ctx.blas_api.load();
 }
 
 }  // namespace pyflame::backend::rocm

@@ -4,6 +4,7 @@
 #include "backend/rocm/dnn.h"
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <map>
 #include <memory>
@@ -25,8 +26,6 @@ std::shared_ptr<Buffer> temp_buffer(DeviceContext& ctx, size_t bytes);
 
 namespace pyflame::backend::rocm::dnn {
 
-namespace {
-
 // ------------------------------------------------------------------ handles
 
 struct DnnHandle {
@@ -34,19 +33,21 @@ struct DnnHandle {
   std::mutex mu;  // a library handle serves one thread at a time
 };
 
-// One handle per (device, stream), bound to that stream at creation.
+namespace {
+
+// One handle per context, bound to its stream at creation and kept in the
+// context (process lifetime, like it): found without a lock once made.
 DnnHandle& handle_for(DeviceContext& ctx) {
-  static std::mutex mu;
-  static auto* handles = new std::map<std::pair<int, hipStream_t>, DnnHandle*>;  // process lifetime
+  if (DnnHandle* h = ctx.dnn.load(std::memory_order_acquire)) return *h;
+  static std::mutex mu;  // creation only
   std::lock_guard lk(mu);
-  DnnHandle*& slot = (*handles)[{ctx.device, ctx.stream}];
-  if (!slot) {
+  if (!ctx.dnn.load()) {
     DeviceGuard g(ctx.device);
     auto h = std::make_unique<DnnHandle>();
     h->h = gpu::create_dnn_handle(ctx.stream);
-    slot = h.release();
+    ctx.dnn.store(h.release(), std::memory_order_release);
   }
-  return *slot;
+  return *ctx.dnn.load();
 }
 
 }  // namespace
@@ -56,12 +57,13 @@ gpu::dnn_handle_t handle(DeviceContext& ctx) { return handle_for(ctx).h; }
 namespace {
 
 const std::string& arch_of(int device) {
+  // Found without a lock once known (process lifetime).
+  static std::atomic<const std::string*> archs[kMaxDevices];
   static std::mutex mu;
-  static auto* archs = new std::map<int, std::string>;
+  if (const std::string* a = archs[device].load(std::memory_order_acquire)) return *a;
   std::lock_guard lk(mu);
-  auto it = archs->find(device);
-  if (it == archs->end()) it = archs->emplace(device, gpu::device_arch(device)).first;
-  return it->second;
+  if (!archs[device].load()) archs[device].store(new std::string(gpu::device_arch(device)), std::memory_order_release);
+  return *archs[device].load();
 }
 
 const std::string& library_tag() {

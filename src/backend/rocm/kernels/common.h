@@ -118,8 +118,5 @@ void copy_strided(Dtype dtype, const void* src, const Shape& shape, const Stride
 // returned handle.
 std::shared_ptr<Buffer> temp_buffer(DeviceContext& ctx, size_t bytes);
 
-// Reads a kernel's two-word range flag back (stream-ordered): the bad index
-// when flag[0] was set (defined in index.hip).
-std::optional<int64_t> read_range_flag(DeviceContext& ctx, const void* flag);
 
 }  // namespace pyflame::backend::rocm

@@ -150,20 +150,12 @@ __global__ void pad_grad_kernel(T* out, const T* c, Indexer<1> ix, int64_t c_ste
   }
 }
 
-}  // namespace
-
-// Reads a kernel's range flag back (stream-ordered): the bad index, if any.
-std::optional<int64_t> read_range_flag(DeviceContext& ctx, const void* flag) {
-  long long report[2] = {0, 0};
-  PinnedMemoryPool& pool = get_pinned_pool();
-  void* host = pool.acquire(sizeof(report));
-  hipError_t err = hipMemcpyAsync(host, flag, sizeof(report), hipMemcpyDeviceToHost, ctx.stream);
-  if (err == hipSuccess) err = hipStreamSynchronize(ctx.stream);
-  if (err == hipSuccess) std::memcpy(report, host, sizeof(report));
-  pool.release(host);
-  PF_HIP_CHECK(err);
-  if (report[0]) return static_cast<int64_t>(report[1]);
-  return std::nullopt;
+// A range flag for gather_kernel / scatter_add_kernel, read at the end of
+// the evaluation: IndexError naming `fn` with the bad index.
+long long* range_flag(DeviceContext& ctx, const char* fn, int axis, int64_t ax_size) {
+  return reinterpret_cast<long long*>(deferred_check(ctx, 2, [fn, axis, ax_size](const int64_t* w) {
+    throw IndexError(gather_range_error(fn, axis, w[1], ax_size));
+  }));
 }
 
 }  // namespace pyflame::backend::rocm
@@ -200,21 +192,18 @@ void Gather::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   xs[axis] = 0;
   const int64_t n = out.size();
   Indexer<2> ix = make_indexer<2>(out.shape(), {&xs, &index.strides()}, name());
-  auto flag = temp_buffer(ctx, 2 * sizeof(long long));
-  PF_HIP_CHECK(hipMemsetAsync(flag->ptr, 0, 2 * sizeof(long long), ctx.stream));
+  long long* flag = range_flag(ctx, fn, axis, ax_size);
   dispatch_bits(out.itemsize(), [&](auto tag) {
     using T = decltype(tag);
     auto run = [&](auto itag) {
       using I = decltype(itag);
       gather_kernel<T, I><<<grid_for(ctx, n, kThreads), kThreads, 0, ctx.stream>>>(
-          out.data<T>(), x.data<T>(), index.data<I>(), ix, ax_stride, ax_size, n,
-          static_cast<long long*>(flag->ptr));
+          out.data<T>(), x.data<T>(), index.data<I>(), ix, ax_stride, ax_size, n, flag);
       PF_HIP_CHECK_LAUNCH();
     };
     if (index.dtype() == Dtype::Int32) run(int32_t{});
     else run(int64_t{});
   });
-  if (auto bad = read_range_flag(ctx, flag->ptr)) throw IndexError(range_error(*bad, ax_size));
 }
 
 void Pad::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
@@ -275,8 +264,7 @@ void ScatterAdd::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
     dst = static_cast<float*>(acc->ptr);
   }
   if (total > 0) PF_HIP_CHECK(hipMemsetAsync(dst, 0, total * sizeof(float), ctx.stream));
-  auto flag = temp_buffer(ctx, 2 * sizeof(long long));
-  PF_HIP_CHECK(hipMemsetAsync(flag->ptr, 0, 2 * sizeof(long long), ctx.stream));
+  long long* flag = n > 0 ? range_flag(ctx, fn, axis, ax_size) : nullptr;
   Indexer<3> ix = make_indexer<3>(index.shape(), {&src.strides(), &index.strides(), &os}, name());
   dispatch_float(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -284,8 +272,7 @@ void ScatterAdd::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
       using I = decltype(itag);
       if (n > 0) {
         scatter_add_kernel<T, I><<<grid_for(ctx, n, kThreads), kThreads, 0, ctx.stream>>>(
-            dst, src.data<T>(), index.data<I>(), ix, ax_stride, ax_size, n,
-            static_cast<long long*>(flag->ptr));
+            dst, src.data<T>(), index.data<I>(), ix, ax_stride, ax_size, n, flag);
         PF_HIP_CHECK_LAUNCH();
       }
       if constexpr (!std::is_same_v<T, float>) {
@@ -299,8 +286,6 @@ void ScatterAdd::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
     if (index.dtype() == Dtype::Int32) run(int32_t{});
     else run(int64_t{});
   });
-  if (n == 0) return;
-  if (auto bad = read_range_flag(ctx, flag->ptr)) throw IndexError(range_error(*bad, ax_size));
 }
 
 void PadGrad::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {

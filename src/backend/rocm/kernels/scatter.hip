@@ -38,14 +38,18 @@ void Put::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
     copy_strided(x.dtype(), x.raw_data(), x.shape(), x.strides(), out.raw_data(), ctx);
   }
   if (k == 0) return;
-  auto flag = temp_buffer(ctx, 2 * sizeof(long long));
-  PF_HIP_CHECK(hipMemsetAsync(flag->ptr, 0, 2 * sizeof(long long), ctx.stream));
+  // Checked at the end of the evaluation, when this primitive may be gone:
+  // the lambda holds copies of what the message needs.
+  auto* flag = reinterpret_cast<long long*>(
+      deferred_check(ctx, 2, [f = fn, ax = axis, ax_size = axis_size, n](const int64_t* w) {
+        throw IndexError(put_range_error(f, ax, ax_size, w[1], n));
+      }));
   dispatch(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     auto run = [&](auto itag) {
       using I = decltype(itag);
       put_kernel<T, I><<<grid_for(ctx, k, kThreads), kThreads, 0, ctx.stream>>>(
-          out.data<T>(), src.data<T>(), index.data<I>(), k, n, static_cast<long long*>(flag->ptr));
+          out.data<T>(), src.data<T>(), index.data<I>(), k, n, flag);
       PF_HIP_CHECK_LAUNCH();
     };
     if (index.dtype() == Dtype::Int32)
@@ -53,7 +57,6 @@ void Put::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
     else
       run(int64_t{});
   });
-  if (auto bad = read_range_flag(ctx, flag->ptr)) throw IndexError(range_error(*bad, n));
 }
 
 }  // namespace pyflame
