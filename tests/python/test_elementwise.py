@@ -263,10 +263,14 @@ def test_numpy_array_operand(device):
     a = random_array((3, 4), "float32")
     b = random_array((3, 4), "float32")
     t = make_tensor(a, "float32")
+    # A float64 NumPy operand is a float64 tensor (as in PyTorch): float64
+    # results; a list of Python floats is float32.
     for out, ref in ((t + b, a + b), (b + t, b + a), (b * t, b * a), (b - t, b - a),
-                     (pf.add(a, b), a + b), (pf.sub(a.tolist(), t), a - a)):
+                     (pf.add(a, b), a + b)):
         assert isinstance(out, pf.Tensor)
-        assert_close(out, ref, "float32")
+        assert_close(out, ref, "float64")
+    assert_close(pf.sub(a.tolist(), t), a - a, "float32")
+    assert_close(t + b.astype(np.float32), a + b, "float32")
 
 
 # --------------------------------------------------------------- operators

@@ -199,10 +199,10 @@ def test_file_from_safetensors_torch(tmp_path):
         assert str(got.dtype) == name
         want = (src.float() if name == "bfloat16" else src).numpy()
         np.testing.assert_array_equal(values(got), want)
-    assert back["f64"].dtype == pf.float32
-    np.testing.assert_array_equal(back["f64"].numpy(), tensors["f64"].numpy().astype(np.float32))
-    for k in ("u8", "i8", "i16"):
-        assert back[k].dtype == pf.int32
+    assert back["f64"].dtype == pf.float64
+    np.testing.assert_array_equal(back["f64"].numpy(), tensors["f64"].numpy())
+    for k, d in (("u8", pf.uint8), ("i8", pf.int8), ("i16", pf.int16)):
+        assert back[k].dtype == d
         np.testing.assert_array_equal(back[k].numpy(), tensors[k].numpy().astype(np.int32))
     assert tuple(back["empty"].shape) == (0, 3)
 

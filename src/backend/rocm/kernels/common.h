@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "backend/dispatch.h"
+#include "backend/elementwise_math.h"
 #include "backend/layout.h"
 #include "backend/rocm/context.h"
 #include "backend/rocm/gpu/device_utils.h"
@@ -33,10 +34,18 @@ void dispatch_float(Dtype t, F&& f) {
   dispatch_float_dtype<half_t, bf16_t>(t, std::forward<F>(f));
 }
 
+// Conversion as on the CPU (cpu/elementwise.cc): 16-bit floats via float,
+// floats to 8- and 16-bit integers via int64 (float_to_small_int).
 template <typename To, typename From>
 __host__ __device__ inline To convert(From v) {
-  if constexpr (std::is_same_v<To, bool>) return static_cast<float>(v) != 0.0f;
-  else if constexpr (is_half_v<To> || is_half_v<From>) return To(static_cast<float>(v));
+  constexpr bool from_float = is_half_v<From> || std::is_floating_point_v<From>;
+  if constexpr (std::is_same_v<To, bool>) {
+    if constexpr (is_half_v<From>) return static_cast<float>(v) != 0.0f;
+    else return v != From(0);
+  } else if constexpr (from_float && std::is_integral_v<To> && sizeof(To) <= 2) {
+    if constexpr (is_half_v<From>) return float_to_small_int<To>(static_cast<float>(v));
+    else return float_to_small_int<To>(v);
+  } else if constexpr (is_half_v<To> || is_half_v<From>) return To(static_cast<float>(v));
   else return static_cast<To>(v);
 }
 

@@ -111,10 +111,10 @@ __global__ void dropout_kernel(T* out, const T* x, Indexer<1> ix, uint64_t key, 
 }
 
 // out[o[2] + j * ax_stride] += src[o[0]], j = idx[o[1]]; out is float32
-// (the output itself, or the float32 buffer of a 16-bit one). Range flag as
-// in gather_kernel.
-template <typename T, typename I>
-__global__ void scatter_add_kernel(float* out, const T* src, const I* idx, Indexer<3> ix,
+// (the output itself, or the float32 buffer of a 16-bit one) or float64.
+// Range flag as in gather_kernel.
+template <typename T, typename I, typename A>
+__global__ void scatter_add_kernel(A* out, const T* src, const I* idx, Indexer<3> ix,
                                    int64_t ax_stride, int64_t ax_size, int64_t n, long long* flag) {
   PF_GRID_STRIDE(i, n) {
     int64_t o[3];
@@ -125,7 +125,7 @@ __global__ void scatter_add_kernel(float* out, const T* src, const I* idx, Index
       flag[0] = 1;
       continue;
     }
-    atomicAdd(out + o[2] + j * ax_stride, static_cast<float>(src[o[0]]));
+    atomicAdd(out + o[2] + j * ax_stride, static_cast<A>(src[o[0]]));
   }
 }
 
@@ -263,33 +263,36 @@ void ScatterAdd::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   const int64_t ax_stride = os[axis], ax_size = out.shape()[axis];
   os[axis] = 0;
   const int64_t n = index.size(), total = out.size();
-  // 16-bit outputs accumulate in a float32 buffer and round once at the end.
+  // 16-bit outputs accumulate in a float32 buffer and round once at the end;
+  // float32 and float64 ones accumulate in place.
   std::shared_ptr<Buffer> acc;
-  float* dst = nullptr;
-  if (out.dtype() == Dtype::Float32) {
-    dst = out.data<float>();
+  void* dst = nullptr;
+  if (out.dtype() == Dtype::Float32 || out.dtype() == Dtype::Float64) {
+    dst = out.raw_data();
   } else {
     acc = temp_buffer(ctx, std::max<int64_t>(total, 1) * sizeof(float));
-    dst = static_cast<float*>(acc->ptr);
+    dst = acc->ptr;
   }
-  if (total > 0) PF_HIP_CHECK(hipMemsetAsync(dst, 0, total * sizeof(float), ctx.stream));
+  const size_t acc_size = out.dtype() == Dtype::Float64 ? sizeof(double) : sizeof(float);
+  if (total > 0) PF_HIP_CHECK(hipMemsetAsync(dst, 0, total * acc_size, ctx.stream));
   auto flag = temp_buffer(ctx, 2 * sizeof(long long));
   PF_HIP_CHECK(hipMemsetAsync(flag->ptr, 0, 2 * sizeof(long long), ctx.stream));
   Indexer<3> ix = make_indexer<3>(index.shape(), {&src.strides(), &index.strides(), &os}, name());
   dispatch_float(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
+    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
     auto run = [&](auto itag) {
       using I = decltype(itag);
       if (n > 0) {
-        scatter_add_kernel<T, I><<<grid_for(ctx, n, kThreads), kThreads, 0, ctx.stream>>>(
-            dst, src.data<T>(), index.data<I>(), ix, ax_stride, ax_size, n,
+        scatter_add_kernel<T, I, A><<<grid_for(ctx, n, kThreads), kThreads, 0, ctx.stream>>>(
+            static_cast<A*>(dst), src.data<T>(), index.data<I>(), ix, ax_stride, ax_size, n,
             static_cast<long long*>(flag->ptr));
         PF_HIP_CHECK_LAUNCH();
       }
-      if constexpr (!std::is_same_v<T, float>) {
+      if constexpr (is_half_v<T>) {
         if (total > 0) {
           round_from_float_kernel<T><<<grid_for(ctx, total, kThreads), kThreads, 0, ctx.stream>>>(
-              out.data<T>(), dst, total);
+              out.data<T>(), static_cast<const float*>(dst), total);
           PF_HIP_CHECK_LAUNCH();
         }
       }
