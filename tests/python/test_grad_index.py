@@ -83,7 +83,8 @@ def test_gather_grad_duplicates(device, axis, idx_dtype):
     index = np.random.randint(0, x.shape[axis], size=ishape).astype(idx_dtype)
     check_vs_torch(lambda t, i: pf.gather(t, axis, i),
                    lambda t, i: torch.gather(t, axis, i.long()), [x, index], device)
-    check_finite_differences(lambda t, i: pf.gather(t, axis, i), [x, index], device, dtype="float64")
+    check_finite_differences(lambda t, i: pf.gather(t, axis, i), [x, index], device,
+                             dtype="float64")
 
 
 def test_gather_grad_all_one_index(device):
@@ -100,7 +101,8 @@ def test_index_select_grad(device, axis):
     index = index[index < x.shape[axis]]
     check_vs_torch(lambda t, i: pf.index_select(t, axis, i),
                    lambda t, i: torch.index_select(t, axis, i), [x, index], device)
-    check_finite_differences(lambda t, i: pf.index_select(t, axis, i), [x, index], device, dtype="float64")
+    check_finite_differences(lambda t, i: pf.index_select(t, axis, i), [x, index], device,
+                             dtype="float64")
 
 
 def test_index_select_grad_scalar_index(device):

@@ -101,12 +101,13 @@ __global__ void pad_kernel(T* out, const T* x, PadParams p, T value, int64_t n) 
 
 template <typename T>
 __global__ void dropout_kernel(T* out, const T* x, Indexer<1> ix, uint64_t key, uint64_t threshold,
-                               float scale, int64_t n) {
+                               double scale, int64_t n) {
   PF_GRID_STRIDE(i, n) {
     int64_t o[1];
     ix.offsets(i, o);
     const bool keep = (random_bits(key, static_cast<uint64_t>(i)) >> 40) >= threshold;
-    out[i] = T(static_cast<float>(x[o[0]]) * (keep ? scale : 0.0f));
+    using A = acc_float_t<T>;  // float64 scales in double
+    out[i] = T(static_cast<A>(x[o[0]]) * (keep ? static_cast<A>(scale) : A(0)));
   }
 }
 
@@ -143,8 +144,8 @@ __global__ void pad_grad_kernel(T* out, const T* c, Indexer<1> ix, int64_t c_ste
     int64_t o[1];
     ix.offsets(i, o);
     const T* line = c + o[0];
-    float acc = 0.0f;
-    auto add = [&](int64_t j) { acc += static_cast<float>(line[j * c_step]); };
+    acc_float_t<T> acc = 0;
+    auto add = [&](int64_t j) { acc += static_cast<acc_float_t<T>>(line[j * c_step]); };
     for_each_pad_preimage(static_cast<PadMode>(mode), (i / inner) % size, lo, size, m, add);
     out[i] = convert<T>(acc);
   }
@@ -250,7 +251,8 @@ void Dropout::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   dispatch_float(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     dropout_kernel<T><<<grid_for(ctx, n, kThreads), kThreads, 0, ctx.stream>>>(
-        out.data<T>(), x.data<T>(), ix, key, threshold(), scale(), n);
+        out.data<T>(), x.data<T>(), ix, key, threshold(),
+        std::is_same_v<T, double> ? 1.0 / (1.0 - p) : double(scale()), n);  // as the CPU
     PF_HIP_CHECK_LAUNCH();
   });
 }
@@ -280,7 +282,7 @@ void ScatterAdd::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   Indexer<3> ix = make_indexer<3>(index.shape(), {&src.strides(), &index.strides(), &os}, name());
   dispatch_float(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    using A = acc_float_t<T>;
     auto run = [&](auto itag) {
       using I = decltype(itag);
       if (n > 0) {
