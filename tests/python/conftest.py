@@ -109,7 +109,7 @@ TOLERANCES = {  # (rtol, atol)
 }
 
 FLOAT_DTYPES = ["float32", "float16", "bfloat16"]
-INT_DTYPES = ["int32", "int64"]
+INT_DTYPES = ["int32", "int64", "int8", "int16", "uint8"]
 ALL_DTYPES = ["bool", "int32", "int64", "float16", "bfloat16", "float32"]
 # With the dtypes added later (the property tests keep ALL_DTYPES).
 EVERY_DTYPE = ALL_DTYPES + ["float64", "int8", "int16", "uint8"]

@@ -64,7 +64,7 @@ def _binary_inputs(name, shape_a, shape_b, dtype):
 
 # ----------------------------------------------------------------- binary
 
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + ["float64"])
 @pytest.mark.parametrize("name", list(BINARY))
 def test_binary_float(device, name, dtype):
     fn, ref, _, _ = BINARY[name]
@@ -303,7 +303,7 @@ def test_bool_arithmetic(device):
 
 # ----------------------------------------------------------------- unary
 
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + ["float64"])
 @pytest.mark.parametrize("name", list(UNARY))
 def test_unary_float(device, name, dtype):
     fn, ref, (lo, hi) = UNARY[name]
@@ -359,7 +359,7 @@ def test_math_special_values(device):
 
 # ------------------------------------------------------------------- NaN
 
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + ["float64"])
 def test_nan_propagation(device, dtype):
     a = random_array((40,), dtype)
     b = random_array((40,), dtype)
