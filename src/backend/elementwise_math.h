@@ -32,7 +32,9 @@ PF_HD inline T pf_min(T a, T b) {
 // kernels run (both backends check); the e < 0 branch only keeps this total.
 template <typename T>
 PF_HD inline T int_pow(T base, T e) {
-  if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
+  if constexpr (std::is_signed_v<T>) {
+    if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
+  }
   using U = std::make_unsigned_t<T>;
   U r = 1, b = static_cast<U>(base);
   while (e) {
@@ -75,6 +77,7 @@ PF_HD inline T unary_apply(T x) {
   if constexpr (std::is_same_v<T, double> && Op != UnaryOp::Neg && Op != UnaryOp::Abs && Op != UnaryOp::Relu) {
     return unary_apply_f64<Op>(x);
   } else if constexpr (Op == UnaryOp::Neg) return T(-wrap_t<T>(x));  // -INT_MIN wraps to itself
+  else if constexpr ((Op == UnaryOp::Abs || Op == UnaryOp::Relu) && std::is_unsigned_v<T>) return x;
   else if constexpr (Op == UnaryOp::Abs) return x < T(0) ? T(-wrap_t<T>(x)) : x;
   else if constexpr (Op == UnaryOp::Relu) return x < T(0) ? T(0) : x;  // keeps NaN
   else if constexpr (Op == UnaryOp::Sqrt) return sqrtf(x);

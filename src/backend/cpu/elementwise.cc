@@ -147,7 +147,7 @@ void Binary::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
     constexpr BinaryOp O = decltype(opc)::value;
     cpu::dispatch(in[0].dtype(), [&](auto tag) {
       using T = decltype(tag);
-      if constexpr (O == BinaryOp::Pow && std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      if constexpr (O == BinaryOp::Pow && std::is_integral_v<T> && std::is_signed_v<T>) {
         check_int_exponents<T>(in[1]);
       }
       if constexpr (is_comparison(O)) {
