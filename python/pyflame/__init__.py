@@ -35,15 +35,22 @@ from . import nn  # noqa: F401
 from . import amp, optim, utils  # noqa: F401,E402
 from ._dlpack import from_dlpack  # noqa: F401,E402
 from .serialization import save, load  # noqa: F401,E402
+from ._dtypes import finfo, iinfo  # noqa: F401,E402
 
 float32 = Dtype.float32
 float16 = Dtype.float16
 bfloat16 = Dtype.bfloat16
 int32 = Dtype.int32
 int64 = Dtype.int64
+float64 = Dtype.float64
+int8 = Dtype.int8
+int16 = Dtype.int16
+uint8 = Dtype.uint8
 bool_ = Dtype.bool
 half = float16
 float = float32  # noqa: A001  (torch-style alias)
+double = float64
 long = int64
+short = int16
 
 __version__ = "0.1.0"

@@ -52,6 +52,10 @@ Tensor from_numpy(nb::handle array, const char* fn) {
   else if (dt == nb::dtype<int64_t>()) t = Dtype::Int64;
   else if (dt == nb::dtype<int32_t>()) t = Dtype::Int32;
   else if (dt == nb::dtype<bool>()) t = Dtype::Bool;
+  else if (dt == nb::dtype<double>()) t = Dtype::Float64;
+  else if (dt == nb::dtype<int8_t>()) t = Dtype::Int8;
+  else if (dt == nb::dtype<int16_t>()) t = Dtype::Int16;
+  else if (dt == nb::dtype<uint8_t>()) t = Dtype::UInt8;
   else if (dt.code == (uint8_t)nb::dlpack::dtype_code::Float && dt.bits == 16) t = Dtype::Float16;
   else throw ValueError(errmsg(fn, "unsupported array dtype"));
   Shape shape(arr.ndim());
@@ -141,6 +145,10 @@ nb::object host_copy(const Tensor& t) {
     case Dtype::Float16: dt = {(uint8_t)nb::dlpack::dtype_code::Float, 16, 1}; break;
     case Dtype::BFloat16: dt = nb::dtype<uint16_t>(); break;
     case Dtype::Float32: dt = nb::dtype<float>(); break;
+    case Dtype::Float64: dt = nb::dtype<double>(); break;
+    case Dtype::Int8: dt = nb::dtype<int8_t>(); break;
+    case Dtype::Int16: dt = nb::dtype<int16_t>(); break;
+    case Dtype::UInt8: dt = nb::dtype<uint8_t>(); break;
   }
   char* raw = buf.release();
   nb::capsule owner(raw, [](void* p) noexcept { std::free(p); });

@@ -13,10 +13,10 @@ nb::object item(const Tensor& t) {
     throw ValueError(errmsg("item", "only tensors with one element can be converted to a "
                                     "Python scalar, got shape " + shape_str(t.shape())));
   }
-  Tensor h = astype(t, is_floating(t.dtype()) ? Dtype::Float32 : t.dtype());
+  // Floats read as float64 (exact for every float dtype), integers as int64.
+  Tensor h = astype(t, is_floating(t.dtype()) ? Dtype::Float64 : t.dtype() == Dtype::Bool ? Dtype::Bool : Dtype::Int64);
   union {
-    float f;
-    int32_t i32;
+    double f;
     int64_t i64;
     bool b;
   } v;
@@ -26,7 +26,6 @@ nb::object item(const Tensor& t) {
   }
   switch (h.dtype()) {
     case Dtype::Bool: return nb::bool_(v.b);
-    case Dtype::Int32: return nb::int_(v.i32);
     case Dtype::Int64: return nb::int_(v.i64);
     default: return nb::float_(v.f);
   }
@@ -144,10 +143,26 @@ void init_tensor(nb::module_& m) {
       .value("float16", Dtype::Float16)
       .value("bfloat16", Dtype::BFloat16)
       .value("float32", Dtype::Float32)
+      .value("float64", Dtype::Float64)
+      .value("int8", Dtype::Int8)
+      .value("int16", Dtype::Int16)
+      .value("uint8", Dtype::UInt8)
+      .def_prop_ro("is_signed", [](Dtype t) { return is_signed(t); })
       .def_prop_ro("itemsize", [](Dtype t) { return itemsize(t); })
       .def_prop_ro("is_floating_point", [](Dtype t) { return is_floating(t); })
       .def("__repr__", [](Dtype t) { return std::string("pyflame.") + dtype_name(t); })
       .def("__str__", [](Dtype t) { return std::string(dtype_name(t)); });
+  m.def("promote_types", [](nb::handle a, nb::handle b) {
+    return promote_types(to_dtype(a, "promote_types"), to_dtype(b, "promote_types"));
+  }, nb::arg("a"), nb::arg("b"), "The dtype two tensors of these dtypes promote to in arithmetic.");
+  m.def("_finfo", [](nb::handle d) {
+    const FloatInfo f = finfo(to_dtype(d, "finfo"));
+    return nb::make_tuple(f.bits, f.eps, f.max, f.min, f.smallest_normal, f.resolution);
+  });
+  m.def("_iinfo", [](nb::handle d) {
+    const IntInfo i = iinfo(to_dtype(d, "iinfo"));
+    return nb::make_tuple(i.bits, i.min, i.max);
+  });
 
   // dynamic attributes and weak references: the Python layer tracks views of
   // written tensors (pyflame/_inplace.py).

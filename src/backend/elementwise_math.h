@@ -32,7 +32,9 @@ PF_HD inline T pf_min(T a, T b) {
 // kernels run (both backends check); the e < 0 branch only keeps this total.
 template <typename T>
 PF_HD inline T int_pow(T base, T e) {
-  if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
+  if constexpr (std::is_signed_v<T>) {
+    if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
+  }
   using U = std::make_unsigned_t<T>;
   U r = 1, b = static_cast<U>(base);
   while (e) {
@@ -50,9 +52,32 @@ constexpr bool is_signed_int_v = std::is_integral_v<T> && std::is_signed_v<T>;
 template <typename T>
 using wrap_t = std::conditional_t<is_signed_int_v<T>, std::make_unsigned_t<std::conditional_t<is_signed_int_v<T>, T, int>>, T>;
 
+// float64 computes in double precision (the float formulas below would round
+// through float); global names, since pyflame:: has tensor ops of the same names.
+template <UnaryOp Op>
+PF_HD inline double unary_apply_f64(double x) {
+  if constexpr (Op == UnaryOp::Sqrt) return ::sqrt(x);
+  else if constexpr (Op == UnaryOp::Exp) return ::exp(x);
+  else if constexpr (Op == UnaryOp::Log) return ::log(x);
+  else if constexpr (Op == UnaryOp::Sin) return ::sin(x);
+  else if constexpr (Op == UnaryOp::Cos) return ::cos(x);
+  else if constexpr (Op == UnaryOp::Tanh) return ::tanh(x);
+  else if constexpr (Op == UnaryOp::Sigmoid) return 1.0 / (1.0 + ::exp(-x));
+  else if constexpr (Op == UnaryOp::Silu) return x / (1.0 + ::exp(-x));
+  else if constexpr (Op == UnaryOp::Gelu) return 0.5 * x * (1.0 + ::erf(x * 0.70710678118654752));
+  else if constexpr (Op == UnaryOp::Erf) return ::erf(x);
+  else if constexpr (Op == UnaryOp::GeluTanh) {
+    const double k = 0.7978845608028654;  // sqrt(2/pi)
+    return 0.5 * x * (1.0 + ::tanh(k * (x + 0.044715 * x * x * x)));
+  }
+}
+
 template <UnaryOp Op, typename T>
 PF_HD inline T unary_apply(T x) {
-  if constexpr (Op == UnaryOp::Neg) return T(-wrap_t<T>(x));  // -INT_MIN wraps to itself
+  if constexpr (std::is_same_v<T, double> && Op != UnaryOp::Neg && Op != UnaryOp::Abs && Op != UnaryOp::Relu) {
+    return unary_apply_f64<Op>(x);
+  } else if constexpr (Op == UnaryOp::Neg) return T(-wrap_t<T>(x));  // -INT_MIN wraps to itself
+  else if constexpr ((Op == UnaryOp::Abs || Op == UnaryOp::Relu) && std::is_unsigned_v<T>) return x;
   else if constexpr (Op == UnaryOp::Abs) return x < T(0) ? T(-wrap_t<T>(x)) : x;
   else if constexpr (Op == UnaryOp::Relu) return x < T(0) ? T(0) : x;  // keeps NaN
   else if constexpr (Op == UnaryOp::Sqrt) return sqrtf(x);
@@ -83,7 +108,8 @@ PF_HD inline auto binary_apply(T a, T b) {
   else if constexpr (Op == BinaryOp::Mul) return T(W(a) * W(b));
   else if constexpr (Op == BinaryOp::Div) return T(a / b);
   else if constexpr (Op == BinaryOp::Pow) {
-    if constexpr (std::is_floating_point_v<T>) return T(powf(a, b));
+    if constexpr (std::is_same_v<T, double>) return ::pow(a, b);
+    else if constexpr (std::is_floating_point_v<T>) return T(powf(a, b));
     else return int_pow(a, b);
   }
   else if constexpr (Op == BinaryOp::Maximum) return pf_max(a, b);
@@ -94,6 +120,17 @@ PF_HD inline auto binary_apply(T a, T b) {
   else if constexpr (Op == BinaryOp::Le) return a <= b;
   else if constexpr (Op == BinaryOp::Gt) return a > b;
   else if constexpr (Op == BinaryOp::Ge) return a >= b;
+}
+
+// A float to an 8- or 16-bit integer through int64, as PyTorch converts to
+// uint8: values wrap modulo 2^bits (a direct conversion of an out-of-range
+// float is undefined behaviour in C++); NaN, infinities and values beyond
+// int64 give 0.
+template <typename To, typename From>
+PF_HD inline To float_to_small_int(From v) {
+  const double d = static_cast<double>(v);
+  if (!(d > -0x1p63 && d < 0x1p63)) return To(0);
+  return static_cast<To>(static_cast<int64_t>(d));
 }
 
 // Visits every unary op as a compile-time constant: f(std::integral_constant<UnaryOp, op>).

@@ -20,7 +20,8 @@ std::string num_str(double v) {
 }
 
 void check_index_dtype(const Tensor& index, const char* fn, const char* what = "index") {
-  if (!is_integral(index.dtype())) {
+  // As PyTorch: indices are int32 or int64 (the kernels read those two).
+  if (index.dtype() != Dtype::Int32 && index.dtype() != Dtype::Int64) {
     throw ValueError(errmsg(fn, std::string(what) + " must be an int32 or int64 tensor, got " +
                                     dtype_name(index.dtype())));
   }

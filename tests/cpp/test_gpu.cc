@@ -115,7 +115,8 @@ TEST_F(Gpu, BinaryBroadcastStridedMatchesCpu) {
 TEST_F(Gpu, WhereClampAstypeMatchCpu) {
   expect_same([](auto& v) { return where(gt(v[0], v[1]), v[0], v[1]); }, {rnd({5, 1, 3}), rnd({4, 3})});
   expect_same([](auto& v) { return clamp(v[0], -0.5, 0.7); }, {rnd({1000})});
-  Dtype all[] = {Dtype::Float32, Dtype::Float16, Dtype::BFloat16, Dtype::Int32, Dtype::Int64, Dtype::Bool};
+  Dtype all[] = {Dtype::Float32, Dtype::Float16, Dtype::BFloat16, Dtype::Int32, Dtype::Int64, Dtype::Bool,
+                 Dtype::Float64, Dtype::Int8, Dtype::Int16, Dtype::UInt8};
   for (Dtype from : all) {
     for (Dtype to : all) {
       Tensor x = astype(mul(rnd({200}), scalar(10, Dtype::Float32, Device::cpu())), from);

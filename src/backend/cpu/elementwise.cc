@@ -114,10 +114,13 @@ void where_typed(const Tensor& c, const Tensor& a, const Tensor& b, Tensor& out)
   });
 }
 
-// Conversion through a wide type: 16-bit floats via float, others direct.
+// Conversion through a wide type: 16-bit floats via float, floats to 8- and
+// 16-bit integers via int64 (float_to_small_int), others direct.
 template <typename From, typename To>
 To convert(From v) {
-  if constexpr (std::is_same_v<To, bool>) return static_cast<float>(v) != 0.0f;
+  constexpr bool from_float = cpu::is_half_v<From> || std::is_floating_point_v<From>;
+  if constexpr (std::is_same_v<To, bool>) return static_cast<acc_t<From>>(v) != acc_t<From>(0);
+  else if constexpr (from_float && std::is_integral_v<To> && sizeof(To) <= 2) return float_to_small_int<To>(acc_t<From>(v));
   else if constexpr (cpu::is_half_v<From> || cpu::is_half_v<To>) return To(static_cast<float>(v));
   else return static_cast<To>(v);
 }
@@ -170,14 +173,14 @@ void Binary::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
       using R = std::conditional_t<is_comparison(O), bool, T>;
       if (has_scalar()) {
         // A scalar exponent was checked when the op was recorded.
-        if constexpr (O == BinaryOp::Pow && std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        if constexpr (O == BinaryOp::Pow && std::is_integral_v<T> && std::is_signed_v<T>) {
           if (scalar_side == 0) check_int_exponents<T>(in[0]);
         }
         const T s = T(static_cast<acc_t<T>>(scalar));  // as Full::eval_cpu stores it
         binary_scalar_typed<O, T, R>(in[0], s, scalar_side == 0, out);
         return;
       }
-      if constexpr (O == BinaryOp::Pow && std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      if constexpr (O == BinaryOp::Pow && std::is_integral_v<T> && std::is_signed_v<T>) {
         check_int_exponents<T>(in[1]);
       }
       binary_typed<O, T, R>(in[0], in[1], out);

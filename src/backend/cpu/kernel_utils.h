@@ -30,6 +30,10 @@ constexpr bool is_half_v = std::is_same_v<T, half_t> || std::is_same_v<T, bf16_t
 template <typename T>
 using acc_t = std::conditional_t<is_half_v<T>, float, T>;
 
+// Arithmetic type of the float kernels: double for float64, float otherwise.
+template <typename T>
+using acc_float_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
 // Calls f(T{}) with T the element type of `t` (16-bit floats as our storage types).
 template <typename F>
 void dispatch(Dtype t, F&& f) {

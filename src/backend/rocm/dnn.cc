@@ -442,6 +442,7 @@ bool pool_forward_impl(DeviceContext& ctx, Dtype dtype, PoolMode mode, const std
                        const std::vector<int>& s, const std::vector<int>& p) {
   TensorDesc xD, yD;
   PoolDesc pD;
+  if (dtype == Dtype::Float64) return false;  // our kernels (the library's double path is not wired in)
   if (!set_pool_descs(xD, yD, pD, dtype, mode, xd, yd, k, s, p)) return false;
   DnnHandle& H = handle_for(ctx);
   std::lock_guard lk(H.mu);
@@ -459,6 +460,7 @@ bool pool_backward_impl(DeviceContext& ctx, Dtype dtype, PoolMode mode, const st
                         const std::vector<int>& k, const std::vector<int>& s, const std::vector<int>& p) {
   TensorDesc xD, yD;
   PoolDesc pD;
+  if (dtype == Dtype::Float64) return false;  // our kernels (the library's double path is not wired in)
   if (!set_pool_descs(xD, yD, pD, dtype, mode, xd, yd, k, s, p)) return false;
   DnnHandle& H = handle_for(ctx);
   std::lock_guard lk(H.mu);
@@ -473,7 +475,7 @@ bool pool_backward_impl(DeviceContext& ctx, Dtype dtype, PoolMode mode, const st
 bool batch_norm_inference_impl(DeviceContext& ctx, Dtype dtype, const std::vector<int>& xd, const void* x, void* y,
                                const float* scale, const float* bias, const float* mean, const float* var,
                                double eps) {
-  if (dtype == Dtype::BFloat16 || eps <= 0) return false;  // MIOpen asks for a positive epsilon
+  if (dtype == Dtype::BFloat16 || dtype == Dtype::Float64 || eps <= 0) return false;  // MIOpen asks for a positive epsilon
   TensorDesc xD, bnD;
   if (xD.set(dnn_type(dtype), xd) != miopenStatusSuccess) return false;
   if (miopenDeriveBNTensorDescriptor(bnD.d, xD.d, miopenBNSpatial) != miopenStatusSuccess) return false;
@@ -803,6 +805,7 @@ bool pool_forward_impl(DeviceContext& ctx, Dtype dtype, PoolMode mode, const std
                        const std::vector<int>& s, const std::vector<int>& p) {
   TensorDesc xD, yD;
   PoolDesc pD;
+  if (dtype == Dtype::Float64) return false;  // our kernels (the library's double path is not wired in)
   if (!set_pool_descs(xD, yD, pD, dtype, mode, xd, yd, k, s, p)) return false;
   DnnHandle& H = handle_for(ctx);
   std::lock_guard lk(H.mu);
@@ -818,6 +821,7 @@ bool pool_backward_impl(DeviceContext& ctx, Dtype dtype, PoolMode mode, const st
                         const std::vector<int>& k, const std::vector<int>& s, const std::vector<int>& p) {
   TensorDesc xD, yD;
   PoolDesc pD;
+  if (dtype == Dtype::Float64) return false;  // our kernels (the library's double path is not wired in)
   if (!set_pool_descs(xD, yD, pD, dtype, mode, xd, yd, k, s, p)) return false;
   DnnHandle& H = handle_for(ctx);
   std::lock_guard lk(H.mu);
@@ -831,7 +835,7 @@ bool pool_backward_impl(DeviceContext& ctx, Dtype dtype, PoolMode mode, const st
 bool batch_norm_inference_impl(DeviceContext& ctx, Dtype dtype, const std::vector<int>& xd, const void* x, void* y,
                                const float* scale, const float* bias, const float* mean, const float* var,
                                double eps) {
-  if (eps < CUDNN_BN_MIN_EPSILON) return false;
+  if (eps < CUDNN_BN_MIN_EPSILON || dtype == Dtype::Float64) return false;  // float64: our kernel
   TensorDesc xD, bnD;
   if (xD.set(dnn_type(dtype), xd) != CUDNN_STATUS_SUCCESS) return false;
   if (cudnnDeriveBNTensorDescriptor(bnD.d, xD.d, CUDNN_BATCHNORM_SPATIAL) != CUDNN_STATUS_SUCCESS) return false;

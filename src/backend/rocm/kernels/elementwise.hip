@@ -231,7 +231,7 @@ void check_int_exponents(const Tensor& e, const Shape& shape, DeviceContext& ctx
   Indexer<1> ix = make_indexer<1>(shape, {&e.strides()}, "pow");
   dispatch(e.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {  // unsigned: never negative
       negative_exponent_kernel<T><<<grid_for(ctx, n, kThreads), kThreads, 0, ctx.stream>>>(
           e.data<T>(), ix, n, flag);
       PF_HIP_CHECK_LAUNCH();

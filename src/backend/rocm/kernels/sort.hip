@@ -18,8 +18,10 @@ namespace pyflame::backend::rocm {
 
 namespace {
 
+// Bool and 8/16-bit integers sort as int32: the index array after the keys in
+// shared memory stays 4-byte aligned.
 template <typename T>
-using key_t = std::conditional_t<std::is_same_v<T, bool>, int32_t, acc_t<T>>;
+using key_t = std::conditional_t<std::is_integral_v<T> && sizeof(T) < 4, int32_t, acc_t<T>>;
 
 constexpr int kArgThreads = 256;
 constexpr size_t kSharedSortBytes = 32 * 1024;
