@@ -66,8 +66,9 @@ Tensor from_numpy(nb::handle array, const char* fn) {
 int int_out_of_range(nb::handle obj, Dtype t) {
   int overflow = 0;
   const long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
-  if (overflow != 0 || t != Dtype::Int32) return overflow;
-  return v > INT32_MAX ? 1 : v < INT32_MIN ? -1 : 0;
+  if (overflow != 0 || t == Dtype::Int64 || !is_integral(t) || t == Dtype::Bool) return overflow;
+  const IntInfo r = iinfo(t);
+  return v > r.max ? 1 : v < r.min ? -1 : 0;
 }
 
 std::optional<Tensor> compare_with_big_int(nb::handle a, nb::handle b, const char* fn) {

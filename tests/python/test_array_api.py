@@ -14,7 +14,9 @@ xp = pf.array_api
 
 
 def T(a, device):
-    return xp.asarray(np.asarray(a), device=device)
+    """A tensor of the list's values; Python floats give float32, the default."""
+    a = np.asarray(a)
+    return xp.asarray(a.astype(np.float32) if a.dtype == np.float64 else a, device=device)
 
 
 def close(t, want, rtol=2e-6, atol=1e-6):
