@@ -159,6 +159,7 @@ long long* range_flag(DeviceContext& ctx, const char* fn, int axis, int64_t ax_s
   }));
 }
 
+}  // namespace
 }  // namespace pyflame::backend::rocm
 
 namespace pyflame {
