@@ -148,7 +148,7 @@ class Info:
     """What ``__array_namespace_info__()`` returns."""
 
     def capabilities(self):
-        return {"boolean indexing": False, "data-dependent shapes": True, "max dimensions": 64}
+        return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 64}
 
     def default_device(self):
         return _core.get_device()
