@@ -2,21 +2,20 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <memory>
 #include <vector>
 
 #include "backend/rocm/gpu/platform.h"
 #include "pyflame/backend/rocm.h"
 #include "pyflame/errors.h"
+#include "runtime/settings.h"
 
 namespace pyflame::backend::rocm {
 
 namespace {
 std::mutex g_ctx_mu;
 std::vector<DeviceContext*> g_contexts;  // leaked on purpose (see header)
-std::atomic<bool> g_tf32{std::getenv("PYFLAME_ALLOW_TF32") &&
-                         std::string(std::getenv("PYFLAME_ALLOW_TF32")) == "1"};
+std::atomic<bool> g_tf32{settings::allow_tf32()};
 
 DeviceContext* create_context(int device) {
   DeviceGuard g(device);
@@ -182,9 +181,7 @@ bool allow_tf32() { return g_tf32.load(); }
 void set_allow_tf32(bool on) { g_tf32 = on; }
 
 bool poison_allocations() {
-  static const bool on = std::getenv("PYFLAME_GPU_POISON") &&
-                         std::string(std::getenv("PYFLAME_GPU_POISON")) == "1";
-  return on;
+  return settings::gpu_poison();
 }
 
 }  // namespace pyflame::backend::rocm
