@@ -1,6 +1,7 @@
 // Automatic fusion: the switch, the plan preview and the counters.
 #include "common.h"
 #include "pyflame/errors.h"
+#include "ir/passes/fuse.h"
 #include "pyflame/fusion.h"
 
 namespace pyflame::py {
@@ -40,6 +41,11 @@ void init_fusion(nb::module_& m) {
     return d;
   }, "Counters: regions run fused, GPU fallbacks to unfused kernels, run-time compiles, kernel cache hits.");
   m.def("reset_fusion_stats", &reset_fusion_stats);
+  m.def(
+      "_fused_sources",
+      [](const std::vector<Tensor>& outputs, int wave_size) { return fuse::region_sources(outputs, wave_size); },
+      nb::arg("outputs"), nb::arg("wave_size") = 32,
+      "(kernel name, generated GPU source) of each region evaluating these tensors would form.");
 }
 
 }  // namespace pyflame::py

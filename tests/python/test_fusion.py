@@ -276,3 +276,57 @@ def test_environment_switch_turns_fusion_off():
     env = dict(os.environ, PYFLAME_FUSION="0")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# ------------------------------------------------------------ GPU kernel cache
+
+_CACHE_PROBE = """
+import numpy as np, pyflame as pf
+x = pf.tensor(np.linspace(-3, 3, 5000, dtype=np.float32), device="rocm")
+y = pf.gelu(x * 0.5 + 1.0)
+got = y.numpy()
+pf.set_fusion(False)
+ref = pf.gelu(x * 0.5 + 1.0).numpy()
+assert np.array_equal(got.view(np.uint32), ref.view(np.uint32))
+s = pf.fusion_stats()
+print(s["compiles"], s["disk_hits"], s["regions"], s["fallbacks"])
+"""
+
+
+def _probe(cache_dir):
+    env = dict(os.environ, PYFLAME_CACHE_DIR=str(cache_dir))
+    out = subprocess.run([sys.executable, "-c", _CACHE_PROBE], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return tuple(int(v) for v in out.stdout.split())
+
+
+def test_disk_cache_second_process_compiles_nothing(gpu_device, tmp_path):
+    assert _probe(tmp_path) == (1, 0, 1, 0)  # compiled once, ran fused
+    files = list((tmp_path / "kernels").iterdir())
+    assert len(files) == 1 and files[0].suffix == ".bin"  # no temporary left behind
+    assert _probe(tmp_path) == (0, 1, 1, 0)  # read from disk
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "foreign"])
+def test_damaged_cache_file_is_rebuilt(gpu_device, tmp_path, damage):
+    _probe(tmp_path)
+    (f,) = list((tmp_path / "kernels").iterdir())
+    data = bytearray(f.read_bytes())
+    if damage == "truncate":
+        data = data[: len(data) // 2]
+    elif damage == "flip":
+        data[-100] ^= 0xFF  # inside the code object: the checksum catches it
+    else:
+        data[20] ^= 0x01    # inside the stored key: another kernel's file
+    f.write_bytes(bytes(data))
+    assert _probe(tmp_path) == (1, 0, 1, 0)  # rebuilt, and still right
+    assert _probe(tmp_path) == (0, 1, 1, 0)
+
+
+def test_gpu_region_runs_one_kernel_and_is_listed(gpu_device, fusion_on):
+    x = pf.tensor(np.linspace(-2, 2, 300, dtype=np.float32).reshape(3, 100), device=gpu_device)
+    w = pf.tensor(np.linspace(0, 1, 100, dtype=np.float32), device=gpu_device)
+    y = pf.gelu(x * w + 0.5)
+    y.numpy()
+    z = pf.gelu(x * w + 0.5)
+    assert "run-time compiled kernel pf_fused_" in pf.explain(z) and "(loaded)" in pf.explain(z)

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <sstream>
 
+#include "ir/passes/fuse_source.h"
 #include "pyflame/fusion.h"
 #include "runtime/settings.h"
 
@@ -364,6 +365,19 @@ std::string explain(const std::vector<Tensor>& outputs) {
   }
   return os.str();
 }
+
+namespace fuse {
+std::vector<std::pair<std::string, std::string>> region_sources(const std::vector<Tensor>& outputs, int wave_size) {
+  std::vector<std::shared_ptr<Node>> order = pending_order(outputs);
+  Plan plan = fuse::plan(order);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const FusedRegion& r : plan.regions) {
+    KernelSource ks = kernel_source(r, kernel_layout(r), wave_size);
+    out.emplace_back(ks.name, ks.source);
+  }
+  return out;
+}
+}  // namespace fuse
 
 FusionStats fusion_stats() {
   auto& c = fuse::counters();

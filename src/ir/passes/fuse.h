@@ -3,6 +3,8 @@
 #pragma once
 #include <atomic>
 #include <memory>
+#include <string>
+#include <utility>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -25,6 +27,11 @@ struct Plan {
 Plan plan(const std::vector<std::shared_ptr<Node>>& order);
 
 bool enabled();
+
+// The generated GPU source of every region evaluating `outputs` would form
+// now, as (kernel name, source) pairs: what CI's AMD compile check builds.
+std::vector<std::pair<std::string, std::string>> region_sources(const std::vector<Tensor>& outputs, int wave_size);
+
 void set_enabled(bool on);
 
 struct Counters {
