@@ -229,7 +229,11 @@ KernelSource kernel_source(const FusedRegion& r, const KernelLayout& L, int wave
     << ";\n  }\n}\n";
   std::string body = k.str();
   std::ostringstream src;
-  src << "// PyFlame fused region: " << r.describe() << "\n#define PF_WAVE_SIZE " << wave_size << "\n"
+  // Run-time compilers bring their own runtime header; an offline HIP
+  // compile (the AMD compile check) needs it included.
+  src << "// PyFlame fused region: " << r.describe() << "\n"
+      << "#if defined(__HIP__) && !defined(__HIPCC_RTC__)\n#include <hip/hip_runtime.h>\n#endif\n"
+      << "#define PF_WAVE_SIZE " << wave_size << "\n"
       << formulas_text() << kPreamble << "\n";
   std::string text = src.str() + body;
   char name[40];
