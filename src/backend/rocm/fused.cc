@@ -139,7 +139,7 @@ Entry build(int device, const fuse::KernelSource& ks) {
 }
 
 std::string memo_key(int device, const FusedRegion& r, const fuse::KernelLayout& L) {
-  std::string k = std::to_string(device) + "|" + std::to_string(L.shape.size()) + "|";
+  std::string k = std::to_string(device) + "|" + std::to_string(L.shape.size()) + (L.narrow ? "n|" : "w|");
   for (auto a : L.access) k += char('0' + int(a));
   return k + "|" + r.signature();
 }

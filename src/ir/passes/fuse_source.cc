@@ -1,5 +1,7 @@
 #include "ir/passes/fuse_source.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
@@ -141,6 +143,15 @@ KernelLayout kernel_layout(const FusedRegion& r) {
     L.access.push_back(scalar ? Access::Scalar : contig ? Access::Contig : Access::Strided);
     if (L.access.back() == Access::Strided) strided.push_back(&p->strides);
   }
+  // 32-bit indices when the index space and every strided load's reach
+  // leave headroom (the grid-stride step must not overflow either).
+  constexpr int64_t kNarrow = int64_t(1) << 30;
+  L.narrow = shape_size(r.shape) < kNarrow;
+  for (const Strides* st : strided) {
+    int64_t reach = 0;
+    for (size_t d = 0; d < r.shape.size(); ++d) reach += std::abs((*st)[d]) * std::max<int64_t>(r.shape[d] - 1, 0);
+    L.narrow &= reach < kNarrow;
+  }
   if (strided.empty()) return L;
   // Collapse as the prebuilt kernels' indexer does, over the strided loads.
   L.strides.resize(strided.size());
@@ -173,11 +184,15 @@ KernelSource kernel_source(const FusedRegion& r, const KernelLayout& L, int wave
   if (!r.scalars.empty()) k << "  long scalars[" << r.scalars.size() << "];\n";
   k << "};\n\n";
   k << "extern \"C\" __global__ void __launch_bounds__(256) KERNEL_NAME(Args a) {\n";
-  k << "  for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += (long)gridDim.x * blockDim.x) {\n";
+  const std::string I = L.narrow ? "int" : "long";
+  k << "  const " << I << " n = (" << I << ")a.n;\n";
+  k << "  for (" << I << " i = (" << I << ")blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (" << I
+    << ")gridDim.x * blockDim.x) {\n";
   if (nd) {
-    k << "    long off[" << ns << "] = {};\n    { long r = i;\n";
-    k << "      for (int d = " << nd - 1 << "; d >= 0; --d) { long q = r % a.shape[d]; r /= a.shape[d];\n";
-    k << "        for (int s = 0; s < " << ns << "; ++s) off[s] += q * a.strides[s][d]; } }\n";
+    k << "    " << I << " off[" << ns << "] = {};\n    { " << I << " r = i;\n";
+    k << "      for (int d = " << nd - 1 << "; d >= 0; --d) { " << I << " e = (" << I << ")a.shape[d]; " << I
+      << " q = r % e; r /= e;\n";
+    k << "        for (int s = 0; s < " << ns << "; ++s) off[s] += q * (" << I << ")a.strides[s][d]; } }\n";
   }
   int strided_slot = 0;
   std::vector<int> strided_of(nl, -1);

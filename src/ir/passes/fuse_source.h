@@ -20,6 +20,7 @@ struct KernelLayout {
   std::vector<Access> access;         // per load
   Shape shape;                        // collapsed; empty when no load is strided
   std::vector<Strides> strides;       // per load (those read Strided only)
+  bool narrow = false;  // every index and offset fits 32 bits: cheaper index arithmetic
 };
 KernelLayout kernel_layout(const FusedRegion& r);
 
