@@ -14,8 +14,28 @@
 #endif
 #endif
 
+// No FMA contraction anywhere in these formulas, on any compiler: an unfused
+// kernel rounds each op's result to memory, so a fused kernel, where one op's
+// multiply meets the next op's add, must not contract them either. clang
+// (host, AMD device, hipRTC) honours this pragma; nvcc and NVRTC get
+// explicitly rounded intrinsics (mul.rn / add.rn are never contracted); GCC
+// on x86-64 without FMA instructions never contracts.
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+
 namespace pyflame {
 namespace formulas {
+
+#if defined(__CUDA_ARCH__)
+__device__ inline float fadd(float a, float b) { return __fadd_rn(a, b); }
+__device__ inline float fsub(float a, float b) { return __fsub_rn(a, b); }
+__device__ inline float fmul(float a, float b) { return __fmul_rn(a, b); }
+#else
+PF_HD inline float fadd(float a, float b) { return a + b; }
+PF_HD inline float fsub(float a, float b) { return a - b; }
+PF_HD inline float fmul(float a, float b) { return a * b; }
+#endif
 
 // The unsigned twin of an integer type (floats and bool map to themselves).
 template <typename T> struct wrap { typedef T type; };
@@ -65,12 +85,15 @@ PF_HD inline float sin(float x) { return sinf(x); }
 PF_HD inline float cos(float x) { return cosf(x); }
 PF_HD inline float tanh(float x) { return tanhf(x); }
 PF_HD inline float erf(float x) { return erff(x); }
-PF_HD inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
-PF_HD inline float silu(float x) { return x / (1.0f + expf(-x)); }
-PF_HD inline float gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+PF_HD inline float sigmoid(float x) { return 1.0f / fadd(1.0f, expf(-x)); }
+PF_HD inline float silu(float x) { return x / fadd(1.0f, expf(-x)); }
+PF_HD inline float gelu(float x) {
+  return fmul(fmul(0.5f, x), fadd(1.0f, erff(fmul(x, 0.70710678118654752f))));
+}
 PF_HD inline float gelu_tanh(float x) {
   const float k = 0.7978845608028654f;  // sqrt(2/pi)
-  return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+  const float cube = fmul(fmul(fmul(0.044715f, x), x), x);
+  return fmul(fmul(0.5f, x), fadd(1.0f, tanhf(fmul(k, fadd(x, cube)))));
 }
 
 template <typename T> PF_HD inline T add(T a, T b) {
@@ -85,6 +108,10 @@ template <typename T> PF_HD inline T mul(T a, T b) {
   typedef typename wrap<T>::type W;
   return T(W(a) * W(b));
 }
+// Floats: rounded operations (see above); integers wrap.
+PF_HD inline float add(float a, float b) { return fadd(a, b); }
+PF_HD inline float sub(float a, float b) { return fsub(a, b); }
+PF_HD inline float mul(float a, float b) { return fmul(a, b); }
 template <typename T> PF_HD inline T div(T a, T b) { return T(a / b); }
 PF_HD inline float pow(float a, float b) { return powf(a, b); }
 template <typename T> PF_HD inline T pow(T a, T b) { return int_pow(a, b); }

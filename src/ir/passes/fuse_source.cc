@@ -13,16 +13,11 @@ namespace {
 
 using Kind = FusedStep::Kind;
 
-// Conversions and the optimization barrier, per platform. Every float step
-// passes through pf_opaque, an empty asm the compiler cannot see through, so
-// no multiply of one step contracts with an add of the next into an FMA that
-// the unfused kernels (one op per kernel, results in memory) never form;
-// inside one op's formula contraction is what the prebuilt kernels do (same
-// compiler, same default). 16-bit conversions are the instructions the
-// prebuilt kernels use (gpu/device_utils.h).
+// 16-bit conversions per platform: the instructions the prebuilt kernels use
+// (gpu/device_utils.h). Contraction needs no barrier here: the formulas
+// themselves never contract (elementwise_formulas.h).
 const char* kPreamble = R"(
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
-__device__ __forceinline__ float pf_opaque(float v) { asm volatile("" : "+f"(v)); return v; }
 __device__ __forceinline__ float pf_h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 __device__ __forceinline__ unsigned short pf_f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 __device__ __forceinline__ unsigned short pf_f2bf(float f) {
@@ -35,7 +30,6 @@ __device__ __forceinline__ unsigned short pf_f2bf(float f) {
 #endif
 }
 #else
-__device__ __forceinline__ float pf_opaque(float v) { asm volatile("" : "+v"(v)); return v; }
 __device__ __forceinline__ float pf_h2f(unsigned short h) { return (float)__builtin_bit_cast(_Float16, h); }
 __device__ __forceinline__ unsigned short pf_f2h(float f) { return __builtin_bit_cast(unsigned short, (_Float16)f); }
 __device__ __forceinline__ unsigned short pf_f2bf(float f) {
@@ -70,12 +64,12 @@ const char* storage(Dtype t) {
   }
 }
 
-// A float value rounded to its dtype and hidden from the optimizer.
+// A value rounded to its dtype.
 std::string round_to(Dtype t, const std::string& e) {
   switch (t) {
-    case Dtype::Float32: return "pf_opaque(" + e + ")";
-    case Dtype::Float16: return "pf_opaque(pf_round_f16(" + e + "))";
-    case Dtype::BFloat16: return "pf_opaque(pf_round_bf16(" + e + "))";
+    case Dtype::Float32: return "(" + e + ")";
+    case Dtype::Float16: return "pf_round_f16(" + e + ")";
+    case Dtype::BFloat16: return "pf_round_bf16(" + e + ")";
     case Dtype::Bool: return "(bool)(" + e + ")";
     default: return "(" + std::string(acc(t)) + ")(" + e + ")";
   }
