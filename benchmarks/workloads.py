@@ -208,6 +208,17 @@ def host_eager(F, p, dt):
     return step
 
 
+def host_eager_scalar(F, p, dt):
+    """As host_eager with a Python number as the second operand (x * 0.5):
+    the number travels as a kernel argument, no buffer or fill kernel."""
+    a, n = F.rand(16, dtype=dt), p["ops"]
+
+    def step():
+        for _ in range(n):
+            F.run(a * 0.5)
+    return step
+
+
 # --------------------------------------------------------- training step
 
 def train_step(F, p, dt):
@@ -394,6 +405,9 @@ WORKLOADS = [
     Workload("host_eager", "host", host_eager,
              tiers(dict(ops=1000), dict(ops=1000), dict(ops=100)), lambda p: "16 elems",
              items=lambda p: p["ops"], unit="op/s", note="record + eval per op"),
+    Workload("host_eager_scalar", "host", host_eager_scalar,
+             tiers(dict(ops=1000), dict(ops=1000), dict(ops=100)), lambda p: "16 elems",
+             items=lambda p: p["ops"], unit="op/s", note="x * 0.5, record + eval per op"),
     Workload("train_step", "train", train_step,
              tiers(dict(batch=256, dtype="float32"), dict(batch=256, dtype="float32"),
                    dict(batch=32, dtype="float32")),

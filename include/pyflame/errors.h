@@ -1,5 +1,5 @@
 // Exception types. The Python layer maps them to ValueError, IndexError,
-// RuntimeError and pf.OutOfMemoryError; messages start with "[function]".
+// RuntimeError, pf.IntegerOverflowError and pf.OutOfMemoryError; messages start with "[function]".
 #pragma once
 #include <stdexcept>
 #include <string>
@@ -9,6 +9,13 @@ namespace pyflame {
 // Bad argument: shape, dtype, axis, device string, value. Python: ValueError.
 struct ValueError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
+};
+
+// A Python integer outside the range of the integer dtype it must take
+// (int32_tensor + 2**40). Python: pf.IntegerOverflowError, both an
+// OverflowError (what NumPy 2 raises) and a ValueError (as other bad values).
+struct OverflowError : ValueError {
+  using ValueError::ValueError;
 };
 
 // Index out of range. Python: IndexError.

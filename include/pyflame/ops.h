@@ -110,7 +110,10 @@ int normalize_axis(int axis, int ndim, const char* fn);
 // Op families beyond the core slice, one header each.
 #include "pyflame/ops_conv.h"   // NOLINT(build/include_order)
 #include "pyflame/ops_index.h"  // NOLINT
+#include "pyflame/ops_linalg.h" // NOLINT
 #include "pyflame/ops_llm.h"    // NOLINT
 #include "pyflame/ops_loss.h"   // NOLINT
+#include "pyflame/ops_math.h"   // NOLINT
 #include "pyflame/ops_norm.h"   // NOLINT
+#include "pyflame/ops_scatter.h"  // NOLINT
 #include "pyflame/ops_sort.h"   // NOLINT

@@ -58,6 +58,12 @@ struct Node {
   bool grad_leaf = false;
   bool graph_released = false;  // backward() already walked and freed this part
   std::shared_ptr<Node> grad;       // guarded: read and set through Tensor
+  // In-place writes (docs/design/inplace.md): a counter shared by every
+  // version and view of a written tensor (null until the first write), and,
+  // on nodes that record gradients, the counts their inputs' counters had
+  // when the node was recorded; backward() raises where they differ.
+  std::shared_ptr<std::atomic<uint32_t>> version;
+  std::vector<uint32_t> input_versions;
   uint64_t id = 0;
   // Pending until an evaluation claims it (Running), Done once its buffer is
   // published. A node made with data may still read Pending: its first
@@ -125,6 +131,16 @@ class Tensor {
   Tensor grad() const;              // undefined until backward() reaches it
   void set_grad(const Tensor& g);   // undefined clears
 
+  // In-place writes: the write count of this tensor's storage (0 if never
+  // written); bump_version() counts one more write, share_version() makes
+  // this node count with `other` (a new version or a view of it).
+  uint32_t version() const;
+  void bump_version();
+  void share_version(const Tensor& other);
+  // Whether this tensor is a view sharing base's storage (a view op's
+  // output, evaluated or not).
+  bool is_view_of(const Tensor& base) const;
+
   Node* node() const { return node_.get(); }
   const std::shared_ptr<Node>& node_ptr() const { return node_; }
   uint64_t id() const { return node_->id; }
@@ -133,6 +149,10 @@ class Tensor {
   friend struct Node;  // its destructor unlinks inputs without recursion
   std::shared_ptr<Node> node_;
 };
+
+// The id the next recorded node will get (ids only grow): a tensor whose
+// id() is at least this was recorded afterwards.
+uint64_t next_node_id();
 
 // Evaluates several tensors in one pass over their common graph.
 void eval(const std::vector<Tensor>& outputs);

@@ -2,15 +2,15 @@
 import numpy as np
 
 # NumPy dtype -> the PyFlame dtype it becomes; others (long double, complex,
-# ...) are rejected. float64 narrows to float32 (the framework's default float,
-# as torch.tensor does with Python floats); small integers widen to int32,
-# unsigned 32/64-bit ones to int64.
+# ...) are rejected. Unsigned 16-bit integers widen to int32, unsigned
+# 32/64-bit ones to int64 (PyFlame has uint8 only, as PyTorch's full support).
 _FROM_NUMPY = {
-    "float64": "float32", "float32": "float32", "float16": "float16",
+    "float64": "float64", "float32": "float32", "float16": "float16",
     "int64": "int64", "uint32": "int64", "uint64": "int64",
-    "int32": "int32", "int16": "int32", "int8": "int32", "uint8": "int32", "uint16": "int32",
+    "int32": "int32", "int16": "int16", "int8": "int8", "uint8": "uint8", "uint16": "int32",
     "bool": "bool",
 }
+_SUPPORTED = ("float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "bool")
 
 
 def dtype_name(obj):
@@ -19,7 +19,7 @@ def dtype_name(obj):
         name = np.dtype(obj).name
     except TypeError:
         return None
-    return name if name in ("float32", "float16", "int32", "int64", "bool") else None
+    return name if name in _SUPPORTED else None
 
 
 def to_array(obj, fn="tensor"):
@@ -29,6 +29,10 @@ def to_array(obj, fn="tensor"):
     except (ValueError, TypeError) as e:
         raise ValueError(f"[{fn}] cannot convert {type(obj).__name__} to a tensor: {e}") from None
     target = _FROM_NUMPY.get(arr.dtype.name)
+    if target == "float64" and not isinstance(obj, (np.ndarray, np.generic)):
+        # Python floats (and lists of them) give the default float32, as in
+        # torch.tensor; NumPy float64 data stays float64, as in PyTorch.
+        target = "float32"
     if target is None:
         raise ValueError(f"[{fn}] cannot convert data of dtype {arr.dtype} to a tensor "
                          "(expected numbers or booleans)")

@@ -34,10 +34,11 @@ def from_dlpack(obj, *, device=None, copy=None):
     memory stays alive as long as the tensor does. Read-only memory (a DLPack
     1.x capsule's flag) stays read-only when exported again.
 
-    Dtypes: bool, int32, int64, float16, bfloat16 and float32 are shared as
-    they are. On the CPU, float64 becomes float32 and the other integer types
-    int32 or int64 as in ``pf.tensor`` (a copy, so not with ``copy=False``);
-    on a GPU those raise ``BufferError``, as do complex and other dtypes.
+    Dtypes: bool, uint8, int8, int16, int32, int64, float16, bfloat16,
+    float32 and float64 are shared as they are. On the CPU, the other unsigned
+    integer types become int32 or int64 as in ``pf.tensor`` (a copy, so not
+    with ``copy=False``); on a GPU those raise ``BufferError``, as do complex
+    and other dtypes.
 
     ``device``: where the result goes (default: where the memory is). Memory
     of a GPU this build does not drive is requested from the producer as a

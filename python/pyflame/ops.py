@@ -7,6 +7,7 @@ import numpy as np
 
 from . import _core
 from ._convert import to_array
+from ._inplace import viewing, split_viewing
 
 
 def _shape(args, fn, allow_minus_one=False):
@@ -67,8 +68,27 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     if isinstance(data, _core.Tensor):
         out = data if device is None else data.to(device)
     else:
-        out = _core.from_numpy(to_array(data), device)
+        arr = to_array(data)
+        if dtype is not None:
+            _check_fits(arr, dtype, "tensor")
+        out = _core.from_numpy(arr, device)
     return _leaf(out if dtype is None else out.astype(dtype), requires_grad)
+
+
+def _check_fits(arr, dtype, fn):
+    """Data given for an integer dtype must be finite and within its range,
+    as PyTorch requires (NaN would become INT_MIN, 2**40 wrap to 0). The
+    cast truncates toward zero, hence the open bounds."""
+    if dtype not in (_core.Dtype.int32, _core.Dtype.int64) or arr.size == 0 or arr.dtype == np.bool_:
+        return
+    if dtype == _core.Dtype.int64 and arr.dtype.kind in "iu":
+        return
+    lo, hi = (-(2**31) - 1, 2**31) if dtype == _core.Dtype.int32 else (-(2**63), 2**63)
+    wide = arr.astype(np.float64) if arr.dtype.kind == "f" else arr
+    ok = (wide > lo) & (wide < hi) if dtype == _core.Dtype.int32 else (wide >= lo) & (wide < hi)
+    if not ok.all():
+        bad = arr.reshape(-1)[np.argmin(ok.reshape(-1))]
+        raise ValueError(f"[{fn}] value {bad} cannot be converted to {dtype.name} without overflow")
 
 
 asarray = tensor
@@ -156,10 +176,12 @@ def randint(low, high=None, size=(), dtype=None, device=None):
                          _shape((size,), "randint"), dtype, device)
 
 
+@viewing
 def reshape(x, *shape):
     return _core.reshape(x, _shape(shape, "reshape", allow_minus_one=True))
 
 
+@viewing
 def transpose(x, *axes):
     """Reverses the axes, or permutes them as given (NumPy semantics)."""
     if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
@@ -167,12 +189,56 @@ def transpose(x, *axes):
     return _core.transpose(x, list(axes) if axes else None)
 
 
+@viewing
 def squeeze(x, axis=None):
     return _core.squeeze(x, axis)
 
 
+@viewing
 def broadcast_to(x, *shape):
     return _core.broadcast_to(x, _shape(shape, "broadcast_to"))
+
+
+unsqueeze = viewing(_core.unsqueeze)
+contiguous = viewing(_core.contiguous)  # a row-major tensor comes back as itself: an alias
+flatten = viewing(_core.flatten)
+swapaxes = viewing(_core.swapaxes)
+split = split_viewing(_core.split)
+
+
+@split_viewing
+def chunk(x, chunks, axis=0):
+    """torch.chunk: at most ``chunks`` views of equal size along ``axis`` (the
+    last may be smaller; fewer pieces when the size does not divide)."""
+    chunks = _int(chunks, "chunks", "chunk")
+    if chunks <= 0:
+        raise ValueError(f"[chunk] chunks must be positive, got {chunks}")
+    if not isinstance(x, _core.Tensor):
+        raise TypeError(f"[chunk] expected a pyflame.Tensor, got {type(x).__name__}")
+    if x.ndim == 0:
+        raise ValueError("[chunk] a 0-d tensor cannot be chunked")
+    if not -x.ndim <= axis < x.ndim:
+        raise ValueError(f"[chunk] axis {axis} is out of range for a {x.ndim}-d tensor")
+    n = x.shape[axis]
+    size = max(-(-n // chunks), 1)
+    return _core.split(x, size, axis)
+
+
+def _scalar_dtype(v):
+    return "bool" if isinstance(v, (bool, np.bool_)) else (
+        "int64" if isinstance(v, (builtins.int, np.integer)) else "float32")
+
+
+def where(condition, a, b):
+    """Elements of a where condition holds, else of b. a and b may be Python
+    scalars (both of them too: a tensor on condition's device, dtype from
+    the scalars as in torch)."""
+    if not isinstance(a, _core.Tensor) and not isinstance(b, _core.Tensor) and \
+            isinstance(condition, _core.Tensor) and np.isscalar(a) and np.isscalar(b):
+        kinds = [_scalar_dtype(v) for v in (a, b)]
+        dtype = max(kinds, key=["bool", "int64", "float32"].index)
+        a = _core.full([], builtins.float(a), dtype, condition.device)
+    return _core.where(condition, a, b)
 
 
 def eval(*tensors):  # noqa: A001  (pf.eval, as in MLX)

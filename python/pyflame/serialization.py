@@ -32,7 +32,7 @@ _SINGLE_TENSOR_NAME = "tensor"
 _FILE_DTYPES = {
     "BOOL": ("|b1", "bool"), "I32": ("<i4", "int32"), "I64": ("<i8", "int64"),
     "F16": ("<f2", "float16"), "BF16": ("<u2", "bfloat16"), "F32": ("<f4", "float32"),
-    "F64": ("<f8", None), "I8": ("|i1", None), "U8": ("|u1", None), "I16": ("<i2", None),
+    "F64": ("<f8", "float64"), "I8": ("|i1", "int8"), "U8": ("|u1", "uint8"), "I16": ("<i2", "int16"),
     "U16": ("<u2", None), "U32": ("<u4", None), "U64": ("<u8", None),
 }
 
@@ -203,9 +203,9 @@ def load(path, device=None):
     and shapes on ``device`` (a device string; default: the default device).
 
     Any other safetensors file (e.g. from ``safetensors.torch.save_file``)
-    loads as a dict from tensor names to tensors. Its float64 tensors become
-    float32 and its 8- and 16-bit integers int32, unsigned 32/64-bit ones
-    int64, as ``pf.tensor`` converts NumPy arrays; other dtypes raise
+    loads as a dict from tensor names to tensors. Its unsigned 16-bit
+    integers become int32 and unsigned 32/64-bit ones int64, as ``pf.tensor``
+    converts NumPy arrays; other dtypes raise
     ``ValueError``. A missing file raises ``FileNotFoundError``; a file that
     is not safetensors raises ``ValueError``.
     """

@@ -23,6 +23,15 @@ OptDevice to_opt_device(nb::handle obj, const char* fn);
 // `like` (weak typing) and its device; arrays and lists go through NumPy.
 Tensor as_tensor(nb::handle obj, const Tensor* like, const char* fn);
 
+// For a Python int: +1 above the range of integer dtype t, -1 below, 0 within.
+int int_out_of_range(nb::handle obj, Dtype t);
+// a <fn> b (fn one of eq ne lt le gt ge) when one side is an integer tensor
+// and the other a Python int outside its dtype's range: the exact answer, as
+// NumPy 2 gives (every element compares the same way); nullopt otherwise.
+std::optional<Tensor> compare_with_big_int(nb::handle a, nb::handle b, const char* fn);
+// Two tensor-likes; a scalar adopts the other operand's dtype and device.
+std::pair<Tensor, Tensor> tensor_pair(nb::handle a, nb::handle b, const char* fn);
+
 // A C-contiguous NumPy array of a supported dtype -> an evaluated CPU tensor.
 Tensor from_numpy(nb::handle array, const char* fn);
 nb::object to_numpy(const Tensor& t);
@@ -30,6 +39,12 @@ nb::object to_numpy(const Tensor& t);
 nb::object to_host_bits(const Tensor& t);
 Tensor from_host_bits(nb::handle array, Dtype dtype, const char* fn);
 
+// One axis: any Python integer; ValueError "[fn] axis ... is out of range"
+// beyond int32 (no narrowing cast), "[fn] axis must be an integer" for others.
+int to_axis(nb::handle obj, const char* fn);
+// A count, size or position: any Python integer within int64, else a
+// ValueError naming fn and `what` (not nanobind's overload error).
+int64_t to_int64(nb::handle obj, const char* fn, const char* what);
 // None, an int or a sequence of ints.
 Axes to_axes(nb::handle obj, const char* fn);
 
@@ -53,8 +68,11 @@ void init_backend(nb::module_& m);
 void init_ops_conv(nb::module_& m);
 void init_ops_index(nb::module_& m);
 void init_ops_llm(nb::module_& m);
+void init_ops_linalg(nb::module_& m);
 void init_ops_loss(nb::module_& m);
+void init_ops_math(nb::module_& m);
 void init_ops_norm(nb::module_& m);
+void init_ops_scatter(nb::module_& m);
 void init_ops_sort(nb::module_& m);
 
 }  // namespace pyflame::py

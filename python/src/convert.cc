@@ -52,11 +52,37 @@ Tensor from_numpy(nb::handle array, const char* fn) {
   else if (dt == nb::dtype<int64_t>()) t = Dtype::Int64;
   else if (dt == nb::dtype<int32_t>()) t = Dtype::Int32;
   else if (dt == nb::dtype<bool>()) t = Dtype::Bool;
+  else if (dt == nb::dtype<double>()) t = Dtype::Float64;
+  else if (dt == nb::dtype<int8_t>()) t = Dtype::Int8;
+  else if (dt == nb::dtype<int16_t>()) t = Dtype::Int16;
+  else if (dt == nb::dtype<uint8_t>()) t = Dtype::UInt8;
   else if (dt.code == (uint8_t)nb::dlpack::dtype_code::Float && dt.bits == 16) t = Dtype::Float16;
   else throw ValueError(errmsg(fn, "unsupported array dtype"));
   Shape shape(arr.ndim());
   for (size_t i = 0; i < arr.ndim(); ++i) shape[i] = static_cast<int64_t>(arr.shape(i));
   return Tensor::from_host(arr.data(), shape, t);
+}
+
+int int_out_of_range(nb::handle obj, Dtype t) {
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+  if (overflow != 0 || t != Dtype::Int32) return overflow;
+  return v > INT32_MAX ? 1 : v < INT32_MIN ? -1 : 0;
+}
+
+std::optional<Tensor> compare_with_big_int(nb::handle a, nb::handle b, const char* fn) {
+  const bool tensor_first = nb::isinstance<Tensor>(a);
+  nb::handle th = tensor_first ? a : b, ih = tensor_first ? b : a;
+  if (!nb::isinstance<Tensor>(th) || !PyLong_Check(ih.ptr()) || PyBool_Check(ih.ptr())) return std::nullopt;
+  Tensor x = nb::cast<Tensor>(th);
+  Dtype t = promote_with_scalar(x.dtype(), ScalarKind::Int);
+  if (!is_integral(t)) return std::nullopt;
+  int side = int_out_of_range(ih, t);  // +1: the int exceeds every element
+  if (side == 0) return std::nullopt;
+  if (!tensor_first) side = -side;     // read as: element <op> int
+  const std::string op = fn;
+  bool value = op == "ne" || (side > 0 ? op == "lt" || op == "le" : op == "gt" || op == "ge");
+  return full(x.shape(), value ? 1.0 : 0.0, Dtype::Bool, x.device());
 }
 
 Tensor as_tensor(nb::handle obj, const Tensor* like, const char* fn) {
@@ -68,17 +94,16 @@ Tensor as_tensor(nb::handle obj, const Tensor* like, const char* fn) {
   }
   if (PyLong_Check(obj.ptr())) {
     Dtype t = like ? promote_with_scalar(like->dtype(), ScalarKind::Int) : Dtype::Int64;
-    int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
-    if (overflow) {
-      if (is_floating(t)) return scalar(PyLong_AsDouble(obj.ptr()), t, dev);
-      throw ValueError(errmsg(fn, "integer " + nb::cast<std::string>(nb::str(obj)) +
-                                      " does not fit int64"));
+    if (is_floating(t)) return scalar(PyLong_AsDouble(obj.ptr()), t, dev);
+    if (int_out_of_range(obj, t) != 0) {
+      // NumPy 2 raises too (torch wraps int32 silently).
+      throw OverflowError(errmsg(fn, "Python integer " + nb::cast<std::string>(nb::str(obj)) +
+                                         " out of bounds for " + dtype_name(t)));
     }
-    constexpr long long kExact = 1LL << 53;  // beyond: a double would round it
-    if (is_integral(t) && (v > kExact || v < -kExact)) {
-      int64_t v64 = v;
-      Tensor h = astype(Tensor::from_host(&v64, {}, Dtype::Int64), t);
+    const int64_t v = PyLong_AsLongLong(obj.ptr());
+    constexpr int64_t kExact = int64_t{1} << 53;  // beyond: a double would round it
+    if (v > kExact || v < -kExact) {
+      Tensor h = astype(Tensor::from_host(&v, {}, Dtype::Int64), t);
       return to_device(h, dev ? *dev : default_device());
     }
     return scalar(static_cast<double>(v), t, dev);
@@ -120,6 +145,10 @@ nb::object host_copy(const Tensor& t) {
     case Dtype::Float16: dt = {(uint8_t)nb::dlpack::dtype_code::Float, 16, 1}; break;
     case Dtype::BFloat16: dt = nb::dtype<uint16_t>(); break;
     case Dtype::Float32: dt = nb::dtype<float>(); break;
+    case Dtype::Float64: dt = nb::dtype<double>(); break;
+    case Dtype::Int8: dt = nb::dtype<int8_t>(); break;
+    case Dtype::Int16: dt = nb::dtype<int16_t>(); break;
+    case Dtype::UInt8: dt = nb::dtype<uint8_t>(); break;
   }
   char* raw = buf.release();
   nb::capsule owner(raw, [](void* p) noexcept { std::free(p); });
@@ -148,14 +177,49 @@ Tensor from_host_bits(nb::handle array, Dtype dtype, const char* fn) {
   return Tensor::from_host(arr.data(), shape, dtype);
 }
 
+int to_axis(nb::handle obj, const char* fn) {
+  // Any integer (NumPy's too), not bool or float: as NumPy's operator.index.
+  if (PyBool_Check(obj.ptr()) || !PyIndex_Check(obj.ptr())) {
+    throw ValueError(errmsg(fn, "axis must be an integer, got " +
+                                    nb::cast<std::string>(nb::str(obj.type().attr("__name__")))));
+  }
+  nb::object i = nb::steal(PyNumber_Index(obj.ptr()));
+  if (!i.is_valid()) throw nb::python_error();
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (overflow != 0 || v > INT32_MAX || v < INT32_MIN) {
+    // No tensor has that many axes; say so before a narrowing cast could.
+    throw ValueError(errmsg(fn, "axis " + nb::cast<std::string>(nb::str(i)) + " is out of range"));
+  }
+  return static_cast<int>(v);
+}
+
+int64_t to_int64(nb::handle obj, const char* fn, const char* what) {
+  if (PyBool_Check(obj.ptr()) || !PyIndex_Check(obj.ptr())) {
+    throw ValueError(errmsg(fn, std::string(what) + " must be an integer, got " +
+                                    nb::cast<std::string>(nb::str(obj.type().attr("__name__")))));
+  }
+  nb::object i = nb::steal(PyNumber_Index(obj.ptr()));
+  if (!i.is_valid()) throw nb::python_error();
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (overflow != 0) {
+    throw ValueError(errmsg(fn, std::string(what) + " " + nb::cast<std::string>(nb::str(i)) +
+                                    " is out of the int64 range"));
+  }
+  return v;
+}
+
 Axes to_axes(nb::handle obj, const char* fn) {
   if (obj.is_none()) return {};
-  if (PyLong_Check(obj.ptr())) return {nb::cast<int>(obj)};
-  try {
-    return nb::cast<Axes>(obj);
-  } catch (const nb::cast_error&) {
-    throw ValueError(errmsg(fn, "axis must be None, an int or a sequence of ints"));
+  // An int-like that is not a sequence (a 1-element NumPy array is both).
+  if (PyIndex_Check(obj.ptr()) && !PySequence_Check(obj.ptr())) return {to_axis(obj, fn)};
+  if (!PySequence_Check(obj.ptr()) || PyUnicode_Check(obj.ptr())) {
+    throw ValueError(errmsg(fn, "axis must be None, an integer or a sequence of integers"));
   }
+  Axes out;
+  for (nb::handle h : nb::iter(obj)) out.push_back(to_axis(h, fn));
+  return out;
 }
 
 }  // namespace pyflame::py

@@ -40,15 +40,22 @@ dl::dtype to_dl(Dtype t) {
       return {(uint8_t)dl::dtype_code::Bfloat, 16, 1};
     case Dtype::Float32:
       return nb::dtype<float>();
+    case Dtype::Float64:
+      return nb::dtype<double>();
+    case Dtype::Int8:
+      return nb::dtype<int8_t>();
+    case Dtype::Int16:
+      return nb::dtype<int16_t>();
+    case Dtype::UInt8:
+      return nb::dtype<uint8_t>();
   }
   return {};
 }
 
 std::optional<Dtype> from_dl(dl::dtype d) {
   if (d.lanes != 1) return std::nullopt;
-  for (Dtype t :
-       {Dtype::Bool, Dtype::Int32, Dtype::Int64, Dtype::Float16, Dtype::BFloat16, Dtype::Float32}) {
-    if (to_dl(t) == d) return t;
+  for (int i = 0; i < kNumDtypes; ++i) {
+    if (to_dl(Dtype(i)) == d) return Dtype(i);
   }
   return std::nullopt;
 }
@@ -233,8 +240,8 @@ nb::object export_dlpack(const Tensor& self, nb::handle stream, nb::handle max_v
   return make_capsule(t, versioned);
 }
 
-// Copy with dtype conversion through NumPy, as pf.tensor converts (float64
-// to float32, small integers to int32, ...): CPU memory only.
+// Copy with dtype conversion through NumPy, as pf.tensor converts (uint16
+// to int32, uint32 to int64, ...): CPU memory only.
 Tensor import_converted(const nb::ndarray<>& array, const char* fn) {
   nb::object view = nb::cast(nb::ndarray<nb::numpy>(array));
   nb::object arr = nb::module_::import_("pyflame._convert").attr("to_array")(view, fn);

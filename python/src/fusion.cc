@@ -7,9 +7,18 @@
 namespace pyflame::py {
 
 void init_fusion(nb::module_& m) {
-  m.def("set_fusion", &set_fusion, nb::arg("enabled"),
-        "Turns automatic kernel fusion on or off (PYFLAME_FUSION=0 starts with it off).");
+  m.def(
+      "set_fusion",
+      [](bool enabled, std::optional<bool> gpu) {
+        set_fusion(enabled);
+        if (gpu) set_fusion_gpu(*gpu);
+      },
+      nb::arg("enabled"), nb::arg("gpu") = nb::none(),
+      "Turns automatic kernel fusion on or off (PYFLAME_FUSION=0 starts with it off). gpu=True also "
+      "fuses GPU regions (experimental, off by default; PYFLAME_FUSION_GPU=1 starts with it on); "
+      "gpu=None leaves that switch as it is.");
   m.def("get_fusion", &get_fusion, "True when automatic kernel fusion is on.");
+  m.def("get_fusion_gpu", &get_fusion_gpu, "True when GPU regions are fused too (experimental).");
   m.def(
       "explain",
       [](nb::args args) {

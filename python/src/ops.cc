@@ -8,9 +8,6 @@
 
 namespace pyflame::py {
 
-namespace {
-
-// Two tensor-likes; a scalar adopts the other operand's dtype and device.
 std::pair<Tensor, Tensor> tensor_pair(nb::handle a, nb::handle b, const char* fn) {
   if (nb::isinstance<Tensor>(a)) {
     Tensor ta = nb::cast<Tensor>(a);
@@ -24,9 +21,21 @@ std::pair<Tensor, Tensor> tensor_pair(nb::handle a, nb::handle b, const char* fn
   return {ta, as_tensor(b, &ta, fn)};
 }
 
+namespace {
+
 template <Tensor (*F)(const Tensor&, const Tensor&)>
 void def_binary(nb::module_& m, const char* name) {
   m.def(name, [name](nb::handle a, nb::handle b) {
+    auto [x, y] = tensor_pair(a, b, name);
+    return F(x, y);
+  }, nb::arg("a").none(), nb::arg("b").none());
+}
+
+// Comparisons with an int beyond the tensor's dtype answer instead of raising.
+template <Tensor (*F)(const Tensor&, const Tensor&)>
+void def_compare(nb::module_& m, const char* name) {
+  m.def(name, [name](nb::handle a, nb::handle b) {
+    if (auto r = compare_with_big_int(a, b, name)) return *r;
     auto [x, y] = tensor_pair(a, b, name);
     return F(x, y);
   }, nb::arg("a").none(), nb::arg("b").none());
@@ -64,7 +73,26 @@ void init_ops(nb::module_& m) {
     if (mm && *mm < 0) throw ValueError(errmsg("eye", "m must be non-negative, got " + std::to_string(*mm)));
     return eye(n, mm.value_or(n), k, dtype_or(dt, Dtype::Float32, "eye"), to_opt_device(dev, "eye"));
   }, nb::arg("n"), nb::arg("m") = none, nb::arg("k") = 0, nb::arg("dtype") = none, nb::arg("device") = none);
-  m.def("manual_seed", &manual_seed, nb::arg("seed"));
+  m.def("manual_seed", [](nb::handle seed) {
+    // PyTorch's range: [-2**63, 2**64), negative seeds taken modulo 2**64.
+    nb::object i = nb::borrow(seed);
+    if (!PyBool_Check(seed.ptr()) && PyIndex_Check(seed.ptr())) i = nb::steal(PyNumber_Index(seed.ptr()));
+    if (!i.is_valid()) throw nb::python_error();
+    if (!PyLong_Check(i.ptr()) || PyBool_Check(seed.ptr())) {
+      throw ValueError(errmsg("manual_seed", "seed must be an integer, got " +
+                                                 nb::cast<std::string>(nb::str(seed.type().attr("__name__")))));
+    }
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+    if (overflow == 0) return manual_seed(static_cast<uint64_t>(v));
+    if (overflow > 0) {
+      const unsigned long long u = PyLong_AsUnsignedLongLong(i.ptr());
+      if (!PyErr_Occurred()) return manual_seed(u);
+      PyErr_Clear();
+    }
+    throw ValueError(errmsg("manual_seed", "seed " + nb::cast<std::string>(nb::str(i)) +
+                                               " is out of the range [-2**63, 2**64)"));
+  }, nb::arg("seed").none());
   m.def("get_rng_state", []() {
     RngState s = get_rng_state();
     return nb::make_tuple(s.seed, s.counter);
@@ -95,12 +123,12 @@ void init_ops(nb::module_& m) {
   def_binary<pow>(m, "pow");
   def_binary<maximum>(m, "maximum");
   def_binary<minimum>(m, "minimum");
-  def_binary<eq>(m, "eq");
-  def_binary<ne>(m, "ne");
-  def_binary<lt>(m, "lt");
-  def_binary<le>(m, "le");
-  def_binary<gt>(m, "gt");
-  def_binary<ge>(m, "ge");
+  def_compare<eq>(m, "eq");
+  def_compare<ne>(m, "ne");
+  def_compare<lt>(m, "lt");
+  def_compare<le>(m, "le");
+  def_compare<gt>(m, "gt");
+  def_compare<ge>(m, "ge");
   def_binary<matmul>(m, "matmul");
   def_unary<neg>(m, "neg");
   def_unary<abs>(m, "abs");
@@ -125,9 +153,25 @@ void init_ops(nb::module_& m) {
     auto [ta, tb] = tensor_pair(a, b, "where");
     return where(tc, ta, tb);
   }, nb::arg("condition").none(), nb::arg("a").none(), nb::arg("b").none());
-  m.def("clamp", [](nb::handle x, std::optional<double> lo, std::optional<double> hi) {
-    return clamp(as_tensor(x, nullptr, "clamp"), lo, hi);
-  }, nb::arg("x").none(), nb::arg("min") = none, nb::arg("max") = none);
+  m.def("clamp", [](nb::handle x, nb::handle lo, nb::handle hi) {
+    Tensor t = as_tensor(x, nullptr, "clamp");
+    // A Python int bound is exact: beyond int64 it cannot clamp an integer
+    // tensor (PyTorch raises), where as a double it would turn it to float.
+    auto bound = [&](nb::handle b) -> std::optional<double> {
+      if (b.is_none()) return std::nullopt;
+      if (is_integral(t.dtype()) && PyLong_Check(b.ptr()) && int_out_of_range(b, Dtype::Int64) != 0) {
+        throw ValueError(errmsg("clamp", "value " + nb::cast<std::string>(nb::str(b)) +
+                                             " cannot be converted to int64 without overflow"));
+      }
+      try {
+        return nb::cast<double>(b);
+      } catch (const nb::cast_error&) {
+        throw ValueError(errmsg("clamp", "min and max must be numbers or None, got " +
+                                             nb::cast<std::string>(nb::str(b.type().attr("__name__")))));
+      }
+    };
+    return clamp(t, bound(lo), bound(hi));
+  }, nb::arg("x").none(), nb::arg("min").none() = none, nb::arg("max").none() = none);
   m.def("astype", [](nb::handle x, nb::handle dt) {
     return astype(as_tensor(x, nullptr, "astype"), to_dtype(dt, "astype"));
   }, nb::arg("x").none(), nb::arg("dtype"));
@@ -135,15 +179,20 @@ void init_ops(nb::module_& m) {
 
   // ---- shape ----
   m.def("reshape", [](const Tensor& x, const Shape& s) { return reshape(x, s); });
-  m.def("flatten", &flatten, nb::arg("x"), nb::arg("start_axis") = 0, nb::arg("end_axis") = -1);
+  m.def("flatten", [](const Tensor& x, nb::handle a, nb::handle b) {
+    return flatten(x, to_axis(a, "flatten"), to_axis(b, "flatten"));
+  }, nb::arg("x"), nb::arg("start_axis").none() = 0, nb::arg("end_axis").none() = -1);
   m.def("transpose", [](const Tensor& x, nb::handle axes) {
     return transpose(x, axes.is_none() ? std::vector<int>{} : to_axes(axes, "transpose"));
   }, nb::arg("x"), nb::arg("axes") = none);
-  m.def("swapaxes", &swapaxes, nb::arg("x"), nb::arg("axis1"), nb::arg("axis2"));
+  m.def("swapaxes", [](const Tensor& x, nb::handle a, nb::handle b) {
+    return swapaxes(x, to_axis(a, "swapaxes"), to_axis(b, "swapaxes"));
+  }, nb::arg("x"), nb::arg("axis1").none(), nb::arg("axis2").none());
   m.def("squeeze", [](const Tensor& x, nb::handle axis) {
     return axis.is_none() ? squeeze(x) : squeeze(x, to_axes(axis, "squeeze"));
   }, nb::arg("x"), nb::arg("axis") = none);
-  m.def("unsqueeze", &unsqueeze, nb::arg("x"), nb::arg("axis"));
+  m.def("unsqueeze", [](const Tensor& x, nb::handle a) { return unsqueeze(x, to_axis(a, "unsqueeze")); },
+        nb::arg("x"), nb::arg("axis").none());
   m.def("broadcast_to", [](const Tensor& x, const Shape& s) { return broadcast_to(x, s); });
 
   // ---- reductions and softmax ----
@@ -157,11 +206,13 @@ void init_ops(nb::module_& m) {
   PF_REDUCE(min)
   PF_REDUCE(prod)
 #undef PF_REDUCE
-  m.def("softmax", [](nb::handle x, int axis) { return softmax(as_tensor(x, nullptr, "softmax"), axis); },
-        nb::arg("x").none(), nb::arg("axis") = -1);
-  m.def("log_softmax", [](nb::handle x, int axis) {
-    return log_softmax(as_tensor(x, nullptr, "log_softmax"), axis);
-  }, nb::arg("x").none(), nb::arg("axis") = -1);
+  m.def("softmax", [](nb::handle x, nb::handle axis) {
+    return softmax(as_tensor(x, nullptr, "softmax"), to_axis(axis, "softmax"));
+  },
+        nb::arg("x").none(), nb::arg("axis").none() = -1);
+  m.def("log_softmax", [](nb::handle x, nb::handle axis) {
+    return log_softmax(as_tensor(x, nullptr, "log_softmax"), to_axis(axis, "log_softmax"));
+  }, nb::arg("x").none(), nb::arg("axis").none() = -1);
 
   m.def("eval", [](const std::vector<Tensor>& ts) {
     nb::gil_scoped_release release;

@@ -39,28 +39,33 @@ std::vector<int64_t> int_list(nb::handle seq, const char* fn, const char* what) 
 void init_ops_index(nb::module_& m) {
   auto none = nb::none();
   auto concat_fn = [](const char* fn) {
-    return [fn](nb::handle tensors, int axis) { return concat(tensor_list(tensors, fn), axis); };
+    return [fn](nb::handle tensors, nb::handle axis) { return concat(tensor_list(tensors, fn), to_axis(axis, fn)); };
   };
-  m.def("concat", concat_fn("concat"), nb::arg("tensors"), nb::arg("axis") = 0,
+  m.def("concat", concat_fn("concat"), nb::arg("tensors"), nb::arg("axis").none() = 0,
         "Joins tensors along an existing axis (torch.cat).");
-  m.def("cat", concat_fn("cat"), nb::arg("tensors"), nb::arg("axis") = 0, "Alias of concat.");
-  m.def("stack", [](nb::handle tensors, int axis) { return stack(tensor_list(tensors, "stack"), axis); },
-        nb::arg("tensors"), nb::arg("axis") = 0, "Joins equal-shaped tensors along a new axis.");
-  m.def("split", [](nb::handle x, nb::handle size_or_sections, int axis) {
+  m.def("cat", concat_fn("cat"), nb::arg("tensors"), nb::arg("axis").none() = 0, "Alias of concat.");
+  m.def("stack", [](nb::handle tensors, nb::handle axis) {
+    return stack(tensor_list(tensors, "stack"), to_axis(axis, "stack"));
+  },
+        nb::arg("tensors"), nb::arg("axis").none() = 0, "Joins equal-shaped tensors along a new axis.");
+  m.def("split", [](nb::handle x, nb::handle size_or_sections, nb::handle ax) {
     Tensor t = as_tensor(x, nullptr, "split");
-    if (PyLong_Check(size_or_sections.ptr())) return split(t, nb::cast<int64_t>(size_or_sections), axis);
+    const int axis = to_axis(ax, "split");
+    if (PyIndex_Check(size_or_sections.ptr()) && !PySequence_Check(size_or_sections.ptr())) {
+      return split(t, to_int64(size_or_sections, "split", "split_size"), axis);
+    }
     return split(t, int_list(size_or_sections, "split", "split_size_or_sections"), axis);
-  }, nb::arg("x").none(), nb::arg("split_size_or_sections"), nb::arg("axis") = 0,
+  }, nb::arg("x").none(), nb::arg("split_size_or_sections").none(), nb::arg("axis").none() = 0,
      "Splits x into views: chunks of an int size, or pieces of the listed sizes (a list).");
-  m.def("gather", [](nb::handle x, int axis, nb::handle index) {
+  m.def("gather", [](nb::handle x, nb::handle axis, nb::handle index) {
     Tensor tx = as_tensor(x, nullptr, "gather");
-    return gather(tx, axis, as_tensor(index, &tx, "gather"));
-  }, nb::arg("x").none(), nb::arg("axis"), nb::arg("index").none(),
+    return gather(tx, to_axis(axis, "gather"), as_tensor(index, &tx, "gather"));
+  }, nb::arg("x").none(), nb::arg("axis").none(), nb::arg("index").none(),
      "torch.gather: out[i][j] = x[index[i][j]][j] along axis 0 (and likewise per axis).");
-  m.def("index_select", [](nb::handle x, int axis, nb::handle index) {
+  m.def("index_select", [](nb::handle x, nb::handle axis, nb::handle index) {
     Tensor tx = as_tensor(x, nullptr, "index_select");
-    return index_select(tx, axis, as_tensor(index, &tx, "index_select"));
-  }, nb::arg("x").none(), nb::arg("axis"), nb::arg("index").none(),
+    return index_select(tx, to_axis(axis, "index_select"), as_tensor(index, &tx, "index_select"));
+  }, nb::arg("x").none(), nb::arg("axis").none(), nb::arg("index").none(),
      "Entries of x at a 1-d list of indices along axis.");
   m.def("embedding", [](nb::handle indices, nb::handle weight, std::optional<int64_t> padding_idx) {
     Tensor tw = as_tensor(weight, nullptr, "embedding");
@@ -76,10 +81,10 @@ void init_ops_index(nb::module_& m) {
     return dropout(as_tensor(x, nullptr, "dropout"), p, training);
   }, nb::arg("x").none(), nb::arg("p") = 0.5, nb::arg("training") = true,
      "Zeroes elements with probability p (seeded by pf.manual_seed), scales the rest by 1/(1-p).");
-  m.def("slice_update", [](nb::handle cache, nb::handle update, int64_t start, int axis) {
+  m.def("slice_update", [](nb::handle cache, nb::handle update, nb::handle start, nb::handle axis) {
     Tensor tc = as_tensor(cache, nullptr, "slice_update");
-    return slice_update(tc, as_tensor(update, &tc, "slice_update"), start, axis);
-  }, nb::arg("cache").none(), nb::arg("update").none(), nb::arg("start"), nb::arg("axis") = 0,
+    return slice_update(tc, as_tensor(update, &tc, "slice_update"), to_int64(start, "slice_update", "start"), to_axis(axis, "slice_update"));
+  }, nb::arg("cache").none(), nb::arg("update").none(), nb::arg("start").none(), nb::arg("axis").none() = 0,
      "A new version of cache with update written at [start, start + update.shape[axis]) along\n"
      "axis. When nothing else holds the old version (rebind it: cache = pf.slice_update(cache,\n"
      "...)), evaluation reuses its buffer and writes only the update (no copy of the cache).");

@@ -13,10 +13,10 @@ nb::object item(const Tensor& t) {
     throw ValueError(errmsg("item", "only tensors with one element can be converted to a "
                                     "Python scalar, got shape " + shape_str(t.shape())));
   }
-  Tensor h = astype(t, is_floating(t.dtype()) ? Dtype::Float32 : t.dtype());
+  // Floats read as float64 (exact for every float dtype), integers as int64.
+  Tensor h = astype(t, is_floating(t.dtype()) ? Dtype::Float64 : t.dtype() == Dtype::Bool ? Dtype::Bool : Dtype::Int64);
   union {
-    float f;
-    int32_t i32;
+    double f;
     int64_t i64;
     bool b;
   } v;
@@ -26,7 +26,6 @@ nb::object item(const Tensor& t) {
   }
   switch (h.dtype()) {
     case Dtype::Bool: return nb::bool_(v.b);
-    case Dtype::Int32: return nb::int_(v.i32);
     case Dtype::Int64: return nb::int_(v.i64);
     default: return nb::float_(v.f);
   }
@@ -123,6 +122,12 @@ template <BinFn F, OpName Name>
 Tensor forward(const Tensor& a, nb::handle b) {
   return F(a, as_tensor(b, &a, Name.str));
 }
+// Comparisons with an int beyond the tensor's dtype answer instead of raising.
+template <BinFn F, OpName Name>
+Tensor compare(const Tensor& a, nb::handle b) {
+  if (auto r = compare_with_big_int(nb::cast(a), b, Name.str)) return *r;
+  return F(a, as_tensor(b, &a, Name.str));
+}
 template <BinFn F, OpName Name>
 Tensor reflected(const Tensor& a, nb::handle b) {
   return F(as_tensor(b, &a, Name.str), a);
@@ -138,12 +143,30 @@ void init_tensor(nb::module_& m) {
       .value("float16", Dtype::Float16)
       .value("bfloat16", Dtype::BFloat16)
       .value("float32", Dtype::Float32)
+      .value("float64", Dtype::Float64)
+      .value("int8", Dtype::Int8)
+      .value("int16", Dtype::Int16)
+      .value("uint8", Dtype::UInt8)
+      .def_prop_ro("is_signed", [](Dtype t) { return is_signed(t); })
       .def_prop_ro("itemsize", [](Dtype t) { return itemsize(t); })
       .def_prop_ro("is_floating_point", [](Dtype t) { return is_floating(t); })
       .def("__repr__", [](Dtype t) { return std::string("pyflame.") + dtype_name(t); })
       .def("__str__", [](Dtype t) { return std::string(dtype_name(t)); });
+  m.def("promote_types", [](nb::handle a, nb::handle b) {
+    return promote_types(to_dtype(a, "promote_types"), to_dtype(b, "promote_types"));
+  }, nb::arg("a"), nb::arg("b"), "The dtype two tensors of these dtypes promote to in arithmetic.");
+  m.def("_finfo", [](nb::handle d) {
+    const FloatInfo f = finfo(to_dtype(d, "finfo"));
+    return nb::make_tuple(f.bits, f.eps, f.max, f.min, f.smallest_normal, f.resolution);
+  });
+  m.def("_iinfo", [](nb::handle d) {
+    const IntInfo i = iinfo(to_dtype(d, "iinfo"));
+    return nb::make_tuple(i.bits, i.min, i.max);
+  });
 
-  auto cls = nb::class_<Tensor>(m, "Tensor");
+  // dynamic attributes and weak references: the Python layer tracks views of
+  // written tensors (pyflame/_inplace.py).
+  auto cls = nb::class_<Tensor>(m, "Tensor", nb::dynamic_attr(), nb::is_weak_referenceable());
   cls
       .def_prop_ro("shape", [](const Tensor& t) { return nb::tuple(nb::cast(t.shape())); })
       .def_prop_ro("dtype", &Tensor::dtype)
@@ -175,6 +198,19 @@ void init_tensor(nb::module_& m) {
       // Rebinds this handle to another tensor's node: how in-place updates
       // (running statistics, optimizer steps) look to Python holders.
       .def("_replace", &replace_keeping_grad_state)
+      // In-place writes: the storage's write count (torch's _version).
+      .def_prop_ro("_version", &Tensor::version)
+      .def("_bump_version", &Tensor::bump_version)
+      .def("_share_version", &Tensor::share_version)
+      .def_prop_ro("_node_id", &Tensor::id)
+      // (strides, offset) in elements of the buffer: where a view's
+      // elements sit, for writes through it.
+      .def_prop_ro("_layout", [](const Tensor& t) {
+            return nb::make_tuple(nb::tuple(nb::cast(t.strides())), t.offset());
+          })
+      .def_prop_ro("_is_contiguous", &Tensor::is_row_contiguous)
+      // Whether this tensor is a view sharing base's storage.
+      .def("_is_view_of", &Tensor::is_view_of)
       .def("__len__", [](const Tensor& t) {
             if (t.ndim() == 0) throw ValueError("[len] len() of a 0-d tensor");
             return t.shape()[0];
@@ -202,12 +238,12 @@ void init_tensor(nb::module_& m) {
       .def("__rpow__", &reflected<pow, "pow">, nb::arg("other").none())
       .def("__matmul__", &forward<matmul, "matmul">, nb::arg("other").none())
       .def("__rmatmul__", &reflected<matmul, "matmul">, nb::arg("other").none())
-      .def("__eq__", &forward<eq, "eq">)
-      .def("__ne__", &forward<ne, "ne">)
-      .def("__lt__", &forward<lt, "lt">, nb::arg("other").none())
-      .def("__le__", &forward<le, "le">, nb::arg("other").none())
-      .def("__gt__", &forward<gt, "gt">, nb::arg("other").none())
-      .def("__ge__", &forward<ge, "ge">, nb::arg("other").none())
+      .def("__eq__", &compare<eq, "eq">)
+      .def("__ne__", &compare<ne, "ne">)
+      .def("__lt__", &compare<lt, "lt">, nb::arg("other").none())
+      .def("__le__", &compare<le, "le">, nb::arg("other").none())
+      .def("__gt__", &compare<gt, "gt">, nb::arg("other").none())
+      .def("__ge__", &compare<ge, "ge">, nb::arg("other").none())
       .def("__neg__", [](const Tensor& t) { return neg(t); })
       .def("__abs__", [](const Tensor& t) { return abs(t); });
   def_autograd_methods(cls);

@@ -16,6 +16,8 @@ class CustomVjp : public ViewPrimitive {
  public:
   explicit CustomVjp(CustomVjpFn fn) : fn_(std::move(fn)) {}
   const char* name() const override { return "custom_vjp"; }
+  // The callback is opaque: each node is equal only to itself.
+  PF_PARAMS(reinterpret_cast<uintptr_t>(this))
 
   std::vector<Tensor> vjp(const std::vector<Tensor>& inputs, const Tensor& cotan, const Tensor&,
                           const std::vector<int>& argnums) override {

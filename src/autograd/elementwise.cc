@@ -83,7 +83,15 @@ std::vector<Tensor> Unary::vjp(const std::vector<Tensor>& in, const Tensor& c, c
 
 std::vector<Tensor> Binary::vjp(const std::vector<Tensor>& in, const Tensor& c, const Tensor& out,
                                 const std::vector<int>& argnums) {
-  return for_each_arg(argnums, [&](int i) { return binary_grad(op, in[0], in[1], out, c, i); });
+  if (!has_scalar()) {
+    return for_each_arg(argnums, [&](int i) { return binary_grad(op, in[0], in[1], out, c, i); });
+  }
+  // The scalar operand as the broadcast constant it stands for; only the
+  // tensor operand (input 0) can need a gradient.
+  const Tensor k = broadcast_to(pyflame::scalar(scalar, in[0].dtype(), in[0].device()), in[0].shape());
+  const Tensor& a = scalar_side == 0 ? k : in[0];
+  const Tensor& b = scalar_side == 0 ? in[0] : k;
+  return for_each_arg(argnums, [&](int) { return binary_grad(op, a, b, out, c, 1 - scalar_side); });
 }
 
 std::vector<Tensor> Where::vjp(const std::vector<Tensor>& in, const Tensor& c, const Tensor&,

@@ -82,6 +82,22 @@ Tensor seed_cotangent(const Tensor& out, const Tensor* given, const char* fn) {
   return astype(*given, out.dtype());
 }
 
+// PyTorch's rule: a tensor the vjp may read must not have been written in
+// place since the node was recorded (the lazy graph would still hold the
+// old values, but a program relying on that is not portable).
+void check_input_versions(const Node& n) {
+  for (size_t i = 0; i < n.input_versions.size() && i < n.inputs.size(); ++i) {
+    const Tensor& in = n.inputs[i];
+    const uint32_t now = in.version();
+    if (now == n.input_versions[i]) continue;
+    throw RuntimeError(errmsg(
+        "backward", std::string("one of the tensors needed for the gradient of ") + n.prim->name() +
+                        " has been modified by an in-place operation: " + in.str() +
+                        " is at version " + std::to_string(now) + "; expected version " +
+                        std::to_string(n.input_versions[i]) + " instead"));
+  }
+}
+
 // Runs the reverse walk and returns the cotangent of every node reached.
 std::unordered_map<Node*, Tensor> propagate(const std::vector<Tensor>& outputs,
                                             const std::vector<Tensor>& seeds,
@@ -104,6 +120,7 @@ std::unordered_map<Node*, Tensor> propagate(const std::vector<Tensor>& outputs,
                                             "backward(); pass retain_graph=True to backward "
                                             "through it twice"));
     }
+    check_input_versions(*n);
     std::vector<int> argnums;
     for (size_t i = 0; i < n->inputs.size(); ++i) {
       if (n->inputs[i].requires_grad()) argnums.push_back(static_cast<int>(i));

@@ -17,6 +17,10 @@ void dispatch_dtype(Dtype t, F&& f) {
     case Dtype::Float16: f(Half{}); break;
     case Dtype::BFloat16: f(BF16{}); break;
     case Dtype::Float32: f(float{}); break;
+    case Dtype::Float64: f(double{}); break;
+    case Dtype::Int8: f(int8_t{}); break;
+    case Dtype::Int16: f(int16_t{}); break;
+    case Dtype::UInt8: f(uint8_t{}); break;
   }
 }
 
@@ -26,6 +30,7 @@ void dispatch_float_dtype(Dtype t, F&& f) {
   switch (t) {
     case Dtype::Float16: f(Half{}); break;
     case Dtype::BFloat16: f(BF16{}); break;
+    case Dtype::Float64: f(double{}); break;
     default: f(float{}); break;
   }
 }

@@ -39,6 +39,8 @@ PF_HD inline float fmul(float a, float b) { return a * b; }
 
 // The unsigned twin of an integer type (floats and bool map to themselves).
 template <typename T> struct wrap { typedef T type; };
+template <> struct wrap<signed char> { typedef unsigned char type; };
+template <> struct wrap<short> { typedef unsigned short type; };
 template <> struct wrap<int> { typedef unsigned int type; };
 template <> struct wrap<long> { typedef unsigned long type; };
 template <> struct wrap<long long> { typedef unsigned long long type; };

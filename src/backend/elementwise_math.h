@@ -26,10 +26,33 @@ constexpr bool is_signed_int_v = std::is_integral_v<T> && std::is_signed_v<T>;
 template <typename T>
 using wrap_t = std::conditional_t<is_signed_int_v<T>, std::make_unsigned_t<std::conditional_t<is_signed_int_v<T>, T, int>>, T>;
 
+// float64 computes in double precision (the float formulas below would round
+// through float); global names, since pyflame:: has tensor ops of the same names.
+template <UnaryOp Op>
+PF_HD inline double unary_apply_f64(double x) {
+  if constexpr (Op == UnaryOp::Sqrt) return ::sqrt(x);
+  else if constexpr (Op == UnaryOp::Exp) return ::exp(x);
+  else if constexpr (Op == UnaryOp::Log) return ::log(x);
+  else if constexpr (Op == UnaryOp::Sin) return ::sin(x);
+  else if constexpr (Op == UnaryOp::Cos) return ::cos(x);
+  else if constexpr (Op == UnaryOp::Tanh) return ::tanh(x);
+  else if constexpr (Op == UnaryOp::Sigmoid) return 1.0 / (1.0 + ::exp(-x));
+  else if constexpr (Op == UnaryOp::Silu) return x / (1.0 + ::exp(-x));
+  else if constexpr (Op == UnaryOp::Gelu) return 0.5 * x * (1.0 + ::erf(x * 0.70710678118654752));
+  else if constexpr (Op == UnaryOp::Erf) return ::erf(x);
+  else if constexpr (Op == UnaryOp::GeluTanh) {
+    const double k = 0.7978845608028654;  // sqrt(2/pi)
+    return 0.5 * x * (1.0 + ::tanh(k * (x + 0.044715 * x * x * x)));
+  }
+}
+
 template <UnaryOp Op, typename T>
 PF_HD inline T unary_apply(T x) {
   namespace f = formulas;
-  if constexpr (Op == UnaryOp::Neg) return f::neg(x);
+  if constexpr (std::is_same_v<T, double> && Op != UnaryOp::Neg && Op != UnaryOp::Abs && Op != UnaryOp::Relu) {
+    return unary_apply_f64<Op>(x);
+  } else if constexpr ((Op == UnaryOp::Abs || Op == UnaryOp::Relu) && std::is_unsigned_v<T>) return x;
+  else if constexpr (Op == UnaryOp::Neg) return f::neg(x);
   else if constexpr (Op == UnaryOp::Abs) return f::abs(x);
   else if constexpr (Op == UnaryOp::Relu) return f::relu(x);
   else if constexpr (Op == UnaryOp::Sqrt) return f::sqrt(x);
@@ -57,7 +80,8 @@ PF_HD inline auto binary_apply(T a, T b) {
   else if constexpr (Op == BinaryOp::Mul) return f::mul(a, b);
   else if constexpr (Op == BinaryOp::Div) return f::div(a, b);
   else if constexpr (Op == BinaryOp::Pow) {
-    if constexpr (std::is_floating_point_v<T>) return T(f::pow(float(a), float(b)));
+    if constexpr (std::is_same_v<T, double>) return ::pow(a, b);
+    else if constexpr (std::is_floating_point_v<T>) return T(f::pow(float(a), float(b)));
     else return f::pow(a, b);
   }
   else if constexpr (Op == BinaryOp::Maximum) return f::max(a, b);
@@ -68,6 +92,17 @@ PF_HD inline auto binary_apply(T a, T b) {
   else if constexpr (Op == BinaryOp::Le) return a <= b;
   else if constexpr (Op == BinaryOp::Gt) return a > b;
   else if constexpr (Op == BinaryOp::Ge) return a >= b;
+}
+
+// A float to an 8- or 16-bit integer through int64, as PyTorch converts to
+// uint8: values wrap modulo 2^bits (a direct conversion of an out-of-range
+// float is undefined behaviour in C++); NaN, infinities and values beyond
+// int64 give 0.
+template <typename To, typename From>
+PF_HD inline To float_to_small_int(From v) {
+  const double d = static_cast<double>(v);
+  if (!(d > -0x1p63 && d < 0x1p63)) return To(0);
+  return static_cast<To>(static_cast<int64_t>(d));
 }
 
 // Visits every unary op as a compile-time constant: f(std::integral_constant<UnaryOp, op>).

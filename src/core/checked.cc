@@ -72,10 +72,12 @@ OffsetRange checked_offset_range(const std::vector<int64_t>& shape,
 }
 
 void check_value_fits(double v, Dtype t, const char* fn) {
-  if (!is_integral(t) || t == Dtype::Bool) return;
-  // Conversion truncates toward zero: int32 takes (-2^31 - 1, 2^31), int64
-  // [-2^63, 2^63) (-2^63 - 1 is not a double). NaN fails both.
-  const bool ok = t == Dtype::Int32 ? v > -0x1p31 - 1 && v < 0x1p31 : v >= -0x1p63 && v < 0x1p63;
+  if (!is_integral(t)) return;
+  // Conversion truncates toward zero: int32 takes (-2^31 - 1, 2^31), uint8
+  // (-1, 256), int64 [-2^63, 2^63) (-2^63 - 1 is not a double). NaN fails all.
+  const IntInfo r = iinfo(t, fn);
+  const bool ok = t == Dtype::Int64 ? v >= -0x1p63 && v < 0x1p63
+                                    : v > static_cast<double>(r.min) - 1 && v < static_cast<double>(r.max) + 1;
   if (!ok) {
     std::ostringstream os;
     os << std::setprecision(17) << "value " << v << " cannot be converted to " << dtype_name(t) << " without overflow";

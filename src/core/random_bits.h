@@ -34,4 +34,13 @@ PF_HD inline float normal_from_bits(uint64_t b) {
   return sqrtf(-2.0f * logf(u1)) * cosf(6.283185307179586f * u2);
 }
 
+// float64 draws use all of double's precision: 53 bits for uniforms, two
+// 32-bit halves for Box-Muller.
+PF_HD inline double uniform_f64_from_bits(uint64_t b) { return static_cast<double>(b >> 11) * 0x1p-53; }
+PF_HD inline double normal_f64_from_bits(uint64_t b) {
+  double u1 = (static_cast<double>(b >> 32) + 1.0) * 0x1p-32;  // (0, 1]
+  double u2 = static_cast<double>(b & 0xffffffffull) * 0x1p-32;
+  return ::sqrt(-2.0 * ::log(u1)) * ::cos(6.283185307179586 * u2);
+}
+
 }  // namespace pyflame

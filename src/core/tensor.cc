@@ -7,12 +7,12 @@
 #include <utility>
 #include <sstream>
 
-#include "backend/cpu/copy.h"
-#include "ir/primitive.h"
+#include "ir/primitives.h"
 #include "pyflame/autograd.h"
 #include "pyflame/checked.h"
 #include "pyflame/ops.h"
 #include "runtime/allocator.h"
+#include "runtime/backend.h"
 
 namespace pyflame {
 
@@ -28,7 +28,37 @@ bool records_grad(Dtype dtype, const std::vector<Tensor>& inputs) {
   }
   return false;
 }
+
+// Whether a node's vjp reads its inputs' values (PyTorch's saved tensors):
+// views, copies, casts, put, sums and differences do not, so writing their
+// inputs in place afterwards is allowed, as in PyTorch.
+bool vjp_reads_inputs(const Primitive* p) {
+  if (!p || p->is_view()) return false;
+  if (auto* b = dynamic_cast<const Binary*>(p)) {
+    return b->op != BinaryOp::Add && b->op != BinaryOp::Sub;
+  }
+  return !dynamic_cast<const AsType*>(p) && !dynamic_cast<const ToDevice*>(p) &&
+         !dynamic_cast<const Put*>(p);
+}
+
+// Node::version is replaced by writes (Python threads) while backward() may
+// read it on another thread.
+std::mutex g_version_mu;
+
+uint32_t version_of(const Node* n) {
+  std::lock_guard<std::mutex> lock(g_version_mu);
+  return n && n->version ? n->version->load() : 0;
+}
+
+// What backward() compares against: the inputs' write counts now.
+void record_input_versions(Node& n) {
+  if (!n.requires_grad || !vjp_reads_inputs(n.prim.get())) return;
+  n.input_versions.resize(n.inputs.size());
+  for (size_t i = 0; i < n.inputs.size(); ++i) n.input_versions[i] = version_of(n.inputs[i].node());
+}
 }  // namespace
+
+uint64_t next_node_id() { return g_next_id.load(std::memory_order_relaxed); }
 
 Node::Node() : id(g_next_id.fetch_add(1, std::memory_order_relaxed)) {}
 
@@ -85,6 +115,7 @@ Tensor Tensor::make(Shape shape, Dtype dtype, Device device, std::shared_ptr<Pri
   n->prim = std::move(prim);
   n->inputs = std::move(inputs);
   n->requires_grad = records_grad(n->dtype, n->inputs);
+  record_input_versions(*n);
   return Tensor(std::move(n));
 }
 
@@ -109,6 +140,7 @@ Tensor Tensor::make_view(Shape shape, Strides strides, int64_t offset,
     n->prim = std::move(prim);
     n->inputs = {base};
   }
+  record_input_versions(*n);
   return Tensor(std::move(n));
 }
 
@@ -190,10 +222,39 @@ void Tensor::set_grad(const Tensor& g) {
   old = std::exchange(node_->grad, g.node_ptr());
 }
 
+uint32_t Tensor::version() const { return version_of(node_.get()); }
+
+void Tensor::bump_version() {
+  std::lock_guard<std::mutex> lock(g_version_mu);
+  if (!node_->version) node_->version = std::make_shared<std::atomic<uint32_t>>(0);
+  node_->version->fetch_add(1);
+}
+
+void Tensor::share_version(const Tensor& other) {
+  std::lock_guard<std::mutex> lock(g_version_mu);
+  if (!other.node_->version) other.node_->version = std::make_shared<std::atomic<uint32_t>>(0);
+  node_->version = other.node_->version;
+}
+
+bool Tensor::is_view_of(const Tensor& base) const {
+  if (node_ == base.node_) return false;
+  // Buffers are read only once published (an evaluation may be writing them).
+  if (is_evaluated() && base.is_evaluated() && node_->buffer &&
+      node_->buffer == base.node_->buffer) {
+    return true;
+  }
+  const Node* n = node_.get();  // down a chain of views (x[:, 1:] slices twice)
+  while (n->prim && n->prim->is_view() && n->inputs.size() == 1) {
+    n = n->inputs[0].node();
+    if (n == base.node()) return true;
+  }
+  return false;
+}
+
 void Tensor::copy_to_host(void* dst) const {
   Tensor h = device().is_cpu() ? *this : to_device(*this, Device::cpu());
   h.eval();
-  cpu::copy_strided_to_contiguous(h, dst);
+  runtime::copy_host_contiguous(h, dst);
 }
 
 std::string Tensor::str() const {

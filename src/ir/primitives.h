@@ -6,9 +6,12 @@
 #include "ir/primitive.h"
 #include "ir/primitives_conv.h"
 #include "ir/primitives_index.h"
+#include "ir/primitives_linalg.h"
 #include "ir/primitives_llm.h"
 #include "ir/primitives_loss.h"
+#include "ir/primitives_math.h"
 #include "ir/primitives_norm.h"
+#include "ir/primitives_scatter.h"
 #include "ir/primitives_sort.h"
 
 namespace pyflame {
@@ -29,9 +32,12 @@ namespace pyflame {
   X(Matmul)                      \
   PF_CONV_PRIMITIVES(X)          \
   PF_INDEX_PRIMITIVES(X)         \
+  PF_LINALG_PRIMITIVES(X)        \
   PF_LLM_PRIMITIVES(X)           \
   PF_LOSS_PRIMITIVES(X)          \
+  PF_MATH_PRIMITIVES(X)          \
   PF_NORM_PRIMITIVES(X)          \
+  PF_SCATTER_PRIMITIVES(X)       \
   PF_SORT_PRIMITIVES(X)
 
 
@@ -40,6 +46,7 @@ class Full : public Primitive {
  public:
   explicit Full(double v) : value(v) {}
   const char* name() const override { return "full"; }
+  PF_PARAMS(value)
   PF_EVAL_DECLS
   // Full ignores its inputs when it has any: an op whose result is a
   // constant (a reduction over zero elements) keeps its input here so the
@@ -52,6 +59,7 @@ class Arange : public Primitive {
  public:
   Arange(double s, double st) : start(s), step(st) {}
   const char* name() const override { return "arange"; }
+  PF_PARAMS(start, step)
   PF_EVAL_DECLS
   double start, step;
 };
@@ -60,6 +68,7 @@ class Eye : public Primitive {
  public:
   explicit Eye(int64_t diag) : k(diag) {}
   const char* name() const override { return "eye"; }
+  PF_PARAMS(k)
   PF_EVAL_DECLS
   int64_t k;
 };
@@ -73,6 +82,7 @@ class Random : public Primitive {
   const char* name() const override {
     return kind == Uniform ? "rand" : kind == Normal ? "randn" : "randint";
   }
+  PF_PARAMS(kind, key, low, high)
   PF_EVAL_DECLS
   Kind kind;
   uint64_t key;
@@ -89,6 +99,7 @@ class Unary : public Primitive {
  public:
   explicit Unary(UnaryOp o) : op(o) {}
   const char* name() const override { return unary_name(op); }
+  PF_PARAMS(op)
   PF_EVAL_DECLS
   PF_VJP_DECL
   UnaryOp op;
@@ -101,19 +112,29 @@ const char* binary_name(BinaryOp op);
 constexpr bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
 
 // Inputs have the output's shape (broadcast views) and the same dtype.
+// With a scalar operand (a Python number: `x * 0.5`, `1 - x`) the one input
+// is the tensor operand and the number travels to the kernel as an
+// argument, converted to the input dtype exactly as full() would store it;
+// scalar_side says which operand it is (0: a, 1: b).
 class Binary : public Primitive {
  public:
   explicit Binary(BinaryOp o) : op(o) {}
+  Binary(BinaryOp o, int side, double value) : op(o), scalar_side(side), scalar(value) {}
   const char* name() const override { return binary_name(op); }
+  PF_PARAMS(op, scalar_side, scalar)
   PF_EVAL_DECLS
   PF_VJP_DECL
+  bool has_scalar() const { return scalar_side >= 0; }
   BinaryOp op;
+  int scalar_side = -1;  // -1: two tensor inputs
+  double scalar = 0.0;
 };
 
 // Inputs: bool condition, a, b; all broadcast to the output shape.
 class Where : public Primitive {
  public:
   const char* name() const override { return "where"; }
+  PF_NO_PARAMS
   PF_EVAL_DECLS
   PF_VJP_DECL
 };
@@ -122,6 +143,7 @@ class Where : public Primitive {
 class AsType : public Primitive {
  public:
   const char* name() const override { return "astype"; }
+  PF_NO_PARAMS
   PF_EVAL_DECLS
   PF_VJP_DECL
 };
@@ -130,6 +152,7 @@ class AsType : public Primitive {
 class ToDevice : public Primitive {
  public:
   const char* name() const override { return "to"; }
+  PF_NO_PARAMS
   PF_EVAL_DECLS
   PF_VJP_DECL
 };
@@ -142,6 +165,7 @@ class Reduce : public Primitive {
  public:
   Reduce(ReduceOp o, std::vector<int> ax) : op(o), axes(std::move(ax)) {}
   const char* name() const override;
+  PF_PARAMS(op, axes)
   PF_EVAL_DECLS
   PF_VJP_DECL
   ReduceOp op;
@@ -153,6 +177,7 @@ class Softmax : public Primitive {
  public:
   explicit Softmax(bool lg) : log(lg) {}
   const char* name() const override { return log ? "log_softmax" : "softmax"; }
+  PF_PARAMS(log)
   PF_EVAL_DECLS
   PF_VJP_DECL
   bool log;
@@ -162,16 +187,20 @@ class Softmax : public Primitive {
 class Matmul : public Primitive {
  public:
   const char* name() const override { return "matmul"; }
+  PF_NO_PARAMS
   PF_EVAL_DECLS
   PF_VJP_DECL
 };
 
 // ---- views (layout fixed at record time; no kernels) ----
-// Each keeps what its vjp needs to map a cotangent back to the input.
+// Each keeps what its vjp needs to map a cotangent back to the input. The
+// layout itself belongs to the node (its shape, strides and offset), so these
+// four carry no parameters.
 #define PF_VIEW(Cls, nm)                             \
   class Cls : public ViewPrimitive {                 \
    public:                                           \
     const char* name() const override { return nm; } \
+    PF_NO_PARAMS                                     \
     PF_VJP_DECL                                      \
   };
 PF_VIEW(Reshape, "reshape")
@@ -184,6 +213,7 @@ class Transpose : public ViewPrimitive {
  public:
   explicit Transpose(std::vector<int> p) : perm(std::move(p)) {}
   const char* name() const override { return "transpose"; }
+  PF_PARAMS(perm)
   PF_VJP_DECL
   std::vector<int> perm;
 };
@@ -195,6 +225,7 @@ class Slice : public ViewPrimitive {
   Slice(std::vector<int64_t> st, std::vector<int64_t> sp, int dropped = -1)
       : starts(std::move(st)), steps(std::move(sp)), dropped_axis(dropped) {}
   const char* name() const override { return "slice"; }
+  PF_PARAMS(starts, steps, dropped_axis)
   PF_VJP_DECL
   std::vector<int64_t> starts, steps;
   int dropped_axis;
@@ -204,6 +235,7 @@ class Slice : public ViewPrimitive {
 class StopGradient : public ViewPrimitive {
  public:
   const char* name() const override { return "detach"; }
+  PF_NO_PARAMS
 };
 
 }  // namespace pyflame

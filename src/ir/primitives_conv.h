@@ -29,6 +29,7 @@ struct ConvGeometry {
   int64_t groups = 1;
   bool transposed = false;
   int nspatial() const { return static_cast<int>(stride.size()); }
+  void params(ParamSink& sink) const { sink(stride, padding, dilation, output_padding, groups, transposed); }
 };
 
 // Inputs: x (N, Cin, *in), weight, and optionally bias (Cout). Forward:
@@ -40,6 +41,7 @@ class Conv : public Primitive {
     nm = std::string(geom.transposed ? "conv_transpose" : "conv") + std::to_string(geom.nspatial()) + "d";
   }
   const char* name() const override { return nm.c_str(); }
+  PF_PARAMS(geom, has_bias)
   PF_EVAL_DECLS
   PF_VJP_DECL
   ConvGeometry geom;
@@ -60,6 +62,7 @@ class Pool : public Primitive {
     nm = std::string(kind == PoolKind::Max ? "max_pool" : "avg_pool") + std::to_string(kernel.size()) + "d";
   }
   const char* name() const override { return nm.c_str(); }
+  PF_PARAMS(kind, kernel, stride, padding, dilation, ceil_mode, count_include_pad, divisor_override)
   int nspatial() const { return static_cast<int>(kernel.size()); }
   PF_EVAL_DECLS
   PF_VJP_DECL
@@ -79,6 +82,7 @@ class AdaptivePool : public Primitive {
       : kind(k), nm(std::string(k == PoolKind::Max ? "adaptive_max_pool" : "adaptive_avg_pool") +
                     std::to_string(nsp) + "d") {}
   const char* name() const override { return nm.c_str(); }
+  PF_PARAMS(kind)
   PF_EVAL_DECLS
   PF_VJP_DECL
   PoolKind kind;
@@ -90,6 +94,7 @@ class AdaptivePool : public Primitive {
 class BatchNormStats : public Primitive {
  public:
   const char* name() const override { return "batch_norm"; }
+  PF_NO_PARAMS
   PF_EVAL_DECLS
   PF_VJP_DECL
 };
@@ -103,6 +108,7 @@ class BatchNorm : public Primitive {
  public:
   explicit BatchNorm(double e, bool batch = false) : eps(e), batch_stats(batch) {}
   const char* name() const override { return "batch_norm"; }
+  PF_PARAMS(eps, batch_stats)
   PF_EVAL_DECLS
   PF_VJP_DECL
   double eps;
@@ -124,6 +130,7 @@ class ConvWeightGrad : public Primitive {
     nm = "conv" + std::to_string(geom.nspatial()) + "d_weight_grad";
   }
   const char* name() const override { return nm.c_str(); }
+  PF_PARAMS(geom)
   PF_EVAL_DECLS
   ConvGeometry geom;
   std::string nm;
@@ -138,6 +145,7 @@ class PoolGrad : public Primitive {
  public:
   explicit PoolGrad(const Pool& p) : pool(p) { nm = std::string(p.name()) + "_grad"; }
   const char* name() const override { return nm.c_str(); }
+  PF_PARAMS(pool)
   PF_EVAL_DECLS
   Pool pool;  // the forward pooling's parameters
   std::string nm;
@@ -152,6 +160,7 @@ class AdaptivePoolGrad : public Primitive {
       : kind(k), nm(std::string(k == PoolKind::Max ? "adaptive_max_pool" : "adaptive_avg_pool") +
                     std::to_string(nsp) + "d_grad") {}
   const char* name() const override { return nm.c_str(); }
+  PF_PARAMS(kind)
   PF_EVAL_DECLS
   PoolKind kind;
   std::string nm;

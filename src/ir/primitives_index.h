@@ -26,6 +26,7 @@ class Concat : public Primitive {
  public:
   explicit Concat(int ax) : axis(ax) {}
   const char* name() const override { return "concat"; }
+  PF_PARAMS(axis)
   PF_EVAL_DECLS
   PF_VJP_DECL
   int axis;
@@ -53,6 +54,7 @@ class Gather : public Primitive {
   Gather(int ax, const char* f, std::optional<int64_t> pad = {})
       : axis(ax), fn(f), padding_idx(pad) {}
   const char* name() const override { return fn; }
+  PF_PARAMS(axis, fn, padding_idx)
   PF_EVAL_DECLS
   PF_VJP_DECL
   std::string range_error(int64_t j, int64_t size) const {
@@ -73,6 +75,7 @@ class ScatterAdd : public Primitive {
  public:
   ScatterAdd(int ax, const char* f) : axis(ax), fn(f) {}
   const char* name() const override { return "scatter_add"; }
+  PF_PARAMS(axis, fn)
   PF_EVAL_DECLS
   PF_VJP_DECL
   std::string range_error(int64_t j, int64_t size) const {
@@ -88,6 +91,7 @@ class Pad : public Primitive {
  public:
   Pad(PadMode m, double v, std::vector<int64_t> l) : mode(m), value(v), lo(std::move(l)) {}
   const char* name() const override { return "pad"; }
+  PF_PARAMS(mode, value, lo)
   PF_EVAL_DECLS
   PF_VJP_DECL
   PadMode mode;
@@ -102,6 +106,7 @@ class Dropout : public Primitive {
  public:
   Dropout(double prob, uint64_t k) : p(prob), key(k) {}
   const char* name() const override { return "dropout"; }
+  PF_PARAMS(p, key)
   PF_EVAL_DECLS
   PF_VJP_DECL
   uint64_t threshold() const { return static_cast<uint64_t>(std::ceil(p * 16777216.0)); }
@@ -120,6 +125,7 @@ class PadGrad : public Primitive {
  public:
   PadGrad(PadMode m, int ax, int64_t l, int64_t n) : mode(m), axis(ax), lo(l), size(n) {}
   const char* name() const override { return "pad_backward"; }
+  PF_PARAMS(mode, axis, lo, size)
   PF_EVAL_DECLS
   PadMode mode;
   int axis;
@@ -135,6 +141,7 @@ class SliceUpdate : public Primitive {
  public:
   SliceUpdate(int ax, int64_t st) : axis(ax), start(st) {}
   const char* name() const override { return "slice_update"; }
+  PF_PARAMS(axis, start)
   int donor_input() const override { return 0; }
   PF_EVAL_DECLS
   PF_VJP_DECL

@@ -21,6 +21,7 @@ class Rope : public Primitive {
   Rope(float th, double off, bool inter, bool has_pos, std::vector<float> f = {})
       : theta(th), offset(off), interleaved(inter), has_positions(has_pos), freqs(std::move(f)) {}
   const char* name() const override { return "rope"; }
+  PF_PARAMS(theta, offset, interleaved, has_positions, freqs)
   PF_EVAL_DECLS
   PF_VJP_DECL
   // inv_freq[j] = theta^(-2j/D), evaluated in double and rounded to float,
@@ -44,6 +45,7 @@ class Attention : public Primitive {
  public:
   Attention(float s, bool c, int64_t off) : scale(s), causal(c), causal_offset(off) {}
   const char* name() const override { return "scaled_dot_product_attention"; }
+  PF_PARAMS(scale, causal, causal_offset)
   PF_EVAL_DECLS
   PF_VJP_DECL
   float scale;

@@ -35,6 +35,7 @@ class CrossEntropy : public Primitive {
   CrossEntropy(int64_t ignore, double smoothing, bool w)
       : ignore_index(ignore), label_smoothing(smoothing), has_weight(w) {}
   const char* name() const override { return "cross_entropy"; }
+  PF_PARAMS(ignore_index, label_smoothing, has_weight)
   PF_EVAL_DECLS
   PF_VJP_DECL
   int64_t ignore_index;
@@ -47,6 +48,7 @@ class NllLoss : public Primitive {
  public:
   NllLoss(int64_t ignore, bool w) : ignore_index(ignore), has_weight(w) {}
   const char* name() const override { return "nll_loss"; }
+  PF_PARAMS(ignore_index, has_weight)
   PF_EVAL_DECLS
   PF_VJP_DECL
   int64_t ignore_index;
@@ -61,6 +63,7 @@ class TargetWeight : public Primitive {
   TargetWeight(int64_t classes_, int64_t ignore, bool w)
       : classes(classes_), ignore_index(ignore), has_weight(w) {}
   const char* name() const override { return "loss_target_weight"; }
+  PF_PARAMS(classes, ignore_index, has_weight)
   PF_EVAL_DECLS
   PF_VJP_DECL
   int64_t classes;
@@ -75,6 +78,7 @@ class CheckRange : public Primitive {
  public:
   CheckRange(float lo_, float hi_, std::string msg) : lo(lo_), hi(hi_), message(std::move(msg)) {}
   const char* name() const override { return "check_range"; }
+  PF_PARAMS(lo, hi, message)
   PF_EVAL_DECLS
   PF_VJP_DECL
   float lo, hi;

@@ -21,6 +21,7 @@ class LayerNorm : public Primitive {
   LayerNorm(int64_t cols_, double eps_, bool w, bool b)
       : cols(cols_), eps(eps_), has_weight(w), has_bias(b) {}
   const char* name() const override { return "layer_norm"; }
+  PF_PARAMS(cols, eps, has_weight, has_bias)
   PF_EVAL_DECLS
   PF_VJP_DECL
   int64_t cols;
@@ -33,6 +34,7 @@ class RMSNorm : public Primitive {
  public:
   RMSNorm(double eps_, bool w) : eps(eps_), has_weight(w) {}
   const char* name() const override { return "rms_norm"; }
+  PF_PARAMS(eps, has_weight)
   PF_EVAL_DECLS
   PF_VJP_DECL
   double eps;
@@ -46,6 +48,7 @@ class GroupNorm : public Primitive {
   GroupNorm(int64_t groups_, double eps_, bool w, bool b)
       : groups(groups_), eps(eps_), has_weight(w), has_bias(b) {}
   const char* name() const override { return "group_norm"; }
+  PF_PARAMS(groups, eps, has_weight, has_bias)
   PF_EVAL_DECLS
   PF_VJP_DECL
   int64_t groups;

@@ -63,6 +63,7 @@ class ArgReduce : public Primitive {
  public:
   ArgReduce(bool mx, int ax) : is_max(mx), axis(ax) {}
   const char* name() const override { return is_max ? "argmax" : "argmin"; }
+  PF_PARAMS(is_max, axis)
   PF_EVAL_DECLS
   bool is_max;
   int axis;
@@ -75,6 +76,7 @@ class ArgSort : public Primitive {
  public:
   explicit ArgSort(bool desc) : descending(desc) {}
   const char* name() const override { return "argsort"; }
+  PF_PARAMS(descending)
   PF_EVAL_DECLS
   bool descending;
 };
@@ -86,6 +88,7 @@ class Cumsum : public Primitive {
  public:
   Cumsum(int ax, bool rev) : axis(ax), reverse(rev) {}
   const char* name() const override { return "cumsum"; }
+  PF_PARAMS(axis, reverse)
   PF_EVAL_DECLS
   PF_VJP_DECL
   int axis;
@@ -107,6 +110,7 @@ class Multinomial : public Primitive {
   static constexpr int kChunks = 256;
   Multinomial(int64_t ns, bool repl, uint64_t k) : num_samples(ns), replacement(repl), key(k) {}
   const char* name() const override { return "multinomial"; }
+  PF_PARAMS(num_samples, replacement, key)
   PF_EVAL_DECLS
   int64_t num_samples;
   bool replacement;

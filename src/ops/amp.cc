@@ -20,7 +20,8 @@ void set_autocast_dtype(std::optional<Dtype> dtype) {
 }
 
 Tensor autocast_cast(const Tensor& x, Dtype dtype) {
-  if (!x.defined() || !is_floating(x.dtype()) || x.dtype() == dtype) return x;
+  // float64 is left alone, as PyTorch's autocast leaves double tensors.
+  if (!x.defined() || !is_floating(x.dtype()) || x.dtype() == Dtype::Float64 || x.dtype() == dtype) return x;
   return astype(x, dtype);
 }
 

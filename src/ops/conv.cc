@@ -55,6 +55,16 @@ Tensor batched_input(const Tensor& x, int nsp, const std::string& fn, bool& unba
   return unbatched ? unsqueeze(x, 0) : x;
 }
 
+// Convolutions run in float32 arithmetic on the CPU and through the DNN
+// libraries on the GPU; a float64 one would silently lose precision, so it
+// is refused.
+void check_conv_dtype(const Tensor& x, const std::string& fn) {
+  if (x.dtype() == Dtype::Float64) {
+    throw ValueError(errmsg(fn.c_str(), "float64 is not supported by convolutions yet; "
+                                        "convert the input and weights with astype(float32)"));
+  }
+}
+
 void check_param(const Tensor& p, const Tensor& x, const std::string& fn, const char* what) {
   check_defined(p, fn.c_str());
   if (p.dtype() != x.dtype()) {
@@ -79,6 +89,7 @@ Tensor conv_impl(const Tensor& x_in, const Tensor& w, const std::optional<Tensor
   const char* f = fn.c_str();
   bool unbatched = false;
   Tensor x = batched_input(x_in, nsp, fn, unbatched);
+  check_conv_dtype(x, fn);
   check_param(w, x, fn, "weight");
   if (w.ndim() != nsp + 2) {
     throw ValueError(errmsg(f, "weight must be " + std::to_string(nsp + 2) + "-d (" +

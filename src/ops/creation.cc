@@ -100,8 +100,8 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, Dtype dtype, OptDe
     throw ValueError(errmsg("randint", "high (" + std::to_string(high) +
                                            ") must be greater than low (" + std::to_string(low) + ")"));
   }
-  if (dtype == Dtype::Int32 && (low < INT32_MIN || high - 1 > INT32_MAX)) {
-    throw ValueError(errmsg("randint", "range does not fit int32"));
+  if (const IntInfo r = iinfo(dtype); low < r.min || high - 1 > r.max) {
+    throw ValueError(errmsg("randint", std::string("range does not fit ") + dtype_name(dtype)));
   }
   return random_tensor(shape, dtype, device, Random::Integer, "randint", low, high);
 }

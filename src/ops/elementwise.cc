@@ -19,6 +19,16 @@ const char* binary_name(BinaryOp op) {
 
 namespace {
 
+// A constant that can travel as a kernel argument: an unevaluated 0-d
+// full() of the compute dtype, made without inputs or gradient (what a
+// Python number becomes). Its value, or nothing.
+std::optional<double> scalar_operand(const Tensor& t, Dtype compute) {
+  if (t.ndim() != 0 || t.dtype() != compute || t.requires_grad() || !t.inputs().empty()) return std::nullopt;
+  const auto* f = dynamic_cast<const Full*>(t.primitive());
+  if (!f) return std::nullopt;
+  return f->value;
+}
+
 Tensor unary(UnaryOp op, const Tensor& x) {
   const char* fn = unary_name(op);
   check_defined(x, fn);
@@ -48,9 +58,18 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
     throw ValueError(errmsg(fn, "integers to negative integer powers are not allowed"));
   }
   Shape s = broadcast_shapes(a.shape(), b.shape(), fn);
+  Dtype out = is_comparison(op) ? Dtype::Bool : t;
+  // A Python number on either side becomes a kernel argument: no buffer,
+  // no fill kernel. Promotion happened above, exactly as for a tensor.
+  for (int side : {1, 0}) {
+    const Tensor& k = side ? b : a;
+    const Tensor& x = side ? a : b;
+    if (auto v = scalar_operand(k, t); v && x.shape() == s) {
+      return Tensor::make(s, out, a.device(), std::make_shared<Binary>(op, side, *v), {astype(x, t)});
+    }
+  }
   Tensor x = broadcast_to(astype(a, t), s);
   Tensor y = broadcast_to(astype(b, t), s);
-  Dtype out = is_comparison(op) ? Dtype::Bool : t;
   return Tensor::make(s, out, a.device(), std::make_shared<Binary>(op), {x, y});
 }
 

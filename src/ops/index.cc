@@ -20,7 +20,8 @@ std::string num_str(double v) {
 }
 
 void check_index_dtype(const Tensor& index, const char* fn, const char* what = "index") {
-  if (!is_integral(index.dtype())) {
+  // As PyTorch: indices are int32 or int64 (the kernels read those two).
+  if (index.dtype() != Dtype::Int32 && index.dtype() != Dtype::Int64) {
     throw ValueError(errmsg(fn, std::string(what) + " must be an int32 or int64 tensor, got " +
                                     dtype_name(index.dtype())));
   }
@@ -227,8 +228,19 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
   Tensor idx = broadcast_to(reshape(indices, {n, 1}), {n, D});
   std::optional<int64_t> pad;
   if (padding_idx) pad = *padding_idx < 0 ? *padding_idx + V : *padding_idx;
-  Tensor out = Tensor::make({n, D}, weight.dtype(), weight.device(),
-                            std::make_shared<Gather>(0, fn, pad), {weight, idx});
+  Tensor out;
+  if (D == 0 && n > 0) {
+    // Nothing to gather, yet a bad index must raise (as in PyTorch): a
+    // one-column gather from a broadcast zero checks them, and the empty
+    // result takes it as an input so it runs whenever the result does.
+    Tensor column = broadcast_to(zeros({1, 1}, weight.dtype(), weight.device()), {V, 1});
+    Tensor probe = Tensor::make({n, 1}, weight.dtype(), weight.device(),
+                                std::make_shared<Gather>(0, fn, pad), {column, reshape(indices, {n, 1})});
+    out = Tensor::make({n, 0}, weight.dtype(), weight.device(), std::make_shared<Full>(0.0), {weight, probe});
+  } else {
+    out = Tensor::make({n, D}, weight.dtype(), weight.device(), std::make_shared<Gather>(0, fn, pad),
+                       {weight, idx});
+  }
   Shape os = indices.shape();
   os.push_back(D);
   return reshape(out, os);

@@ -40,7 +40,7 @@ ClassLoss prepare_class_loss(const Tensor& scores, const Tensor& target,
     throw ValueError(errmsg(fn, std::string("expected floating-point ") + what + ", got " +
                                     dtype_name(scores.dtype())));
   }
-  if (!is_integral(target.dtype())) {
+  if (target.dtype() != Dtype::Int32 && target.dtype() != Dtype::Int64) {
     throw ValueError(errmsg(fn, std::string("target must hold integer class indices (int32 or "
                                             "int64), got ") + dtype_name(target.dtype())));
   }

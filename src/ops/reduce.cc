@@ -38,9 +38,12 @@ Tensor reduce(ReduceOp op, const Tensor& x, const Axes& axes, bool keepdim) {
   Shape kept = x.shape();
   for (int a : red) kept[a] = 1;
   bool empty_reduction = x.size() == 0 && shape_size(kept) > 0;
-  if (empty_reduction && (op == ReduceOp::Max || op == ReduceOp::Min)) {
-    throw ValueError(errmsg(fn, "cannot reduce over a zero-size axis: " + std::string(fn) +
-                                    " has no identity"));
+  // As NumPy: any empty reduced axis, even where the result is empty too
+  // (max over axis 0 of a (0, 0) tensor).
+  const bool empty_axis = std::any_of(red.begin(), red.end(), [&](int a) { return x.shape()[a] == 0; });
+  if (empty_axis && (op == ReduceOp::Max || op == ReduceOp::Min)) {
+    throw ValueError(errmsg(fn, "zero-size array to reduction operation " + std::string(fn) +
+                                    " which has no identity (a reduced axis is empty)"));
   }
   Dtype dt = reduce_dtype(op, x.dtype());
   Tensor out;

@@ -66,6 +66,7 @@ Tensor argsort(const Tensor& x_in, int axis, bool descending, bool stable) {
 
 ValuesIndices sort(const Tensor& x, int axis, bool descending, bool stable) {
   check_defined(x, "sort");
+  normalize_axis(axis, std::max(x.ndim(), 1), "sort");  // errors under this op's name, not argsort's
   Tensor idx = argsort(x, axis, descending, stable);
   if (x.ndim() == 0) return {x, idx};
   const int a = normalize_axis(axis, x.ndim(), "sort");

@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <new>
 
-#include "pyflame/backend/rocm.h"
 #include "pyflame/errors.h"
+#include "runtime/backend.h"
 
 namespace pyflame {
 
@@ -35,7 +35,7 @@ HostMemoryStats host_memory_stats() {
 void reset_host_peak_memory() { g_host_peak = g_host_allocated.load(std::memory_order_relaxed); }
 
 std::shared_ptr<Buffer> allocate(Device device, size_t bytes) {
-  if (device.is_gpu()) return backend::rocm::allocate_buffer(device.index, bytes);
+  if (device.is_gpu()) return runtime::allocate_gpu(device.index, bytes);
   size_t rounded = (bytes + 63) / 64 * 64;
   void* p = rounded ? std::aligned_alloc(64, rounded) : nullptr;
   if (rounded && !p) {

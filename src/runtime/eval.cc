@@ -11,13 +11,18 @@
 // running gives back all its claims, then waits for that node under one
 // overlap mutex and tries again: a thread holding claims never waits, so no
 // cycle of waits can form.
+//
+// On a GPU the evaluation runs inside a runtime::GpuEvaluation (the
+// evaluation context, docs/design/eval_context.md): devices, streams and
+// handles resolved once, range checks read at the end.
+#include <exception>
 #include <mutex>
 #include <unordered_set>
 
 #include "ir/passes/fuse.h"
 #include "ir/primitive.h"
-#include "pyflame/backend/rocm.h"
 #include "runtime/allocator.h"
+#include "runtime/backend.h"
 
 namespace pyflame {
 
@@ -173,27 +178,94 @@ fuse::Plan make_plan(const std::vector<NodeRef>& order) {
   return fuse::plan(nodes);
 }
 
+// Stands in for a node whose value a failed deferred check made invalid
+// after the node had dropped its own primitive: evaluating it again raises
+// the same error.
+class Failed : public Primitive {
+ public:
+  explicit Failed(std::exception_ptr e) : error(std::move(e)) {}
+  const char* name() const override { return "failed"; }
+  PF_PARAMS(reinterpret_cast<uintptr_t>(this))
+  void eval_cpu(const std::vector<Tensor>&, Tensor&) override { std::rethrow_exception(error); }
+  void eval_gpu(const std::vector<Tensor>&, Tensor&) override { std::rethrow_exception(error); }
+  std::exception_ptr error;
+};
+
+// The nodes whose values rest on a device check not read yet: the node
+// whose kernel made it and everything computed from it.
+struct Unchecked {
+  std::unordered_set<Node*> nodes;
+  void note(Node* n, bool made_check) {
+    bool hit = made_check;
+    for (size_t i = 0; !hit && i < n->inputs.size(); ++i) hit = nodes.count(n->inputs[i].node_ptr().get());
+    if (hit) nodes.insert(n);
+  }
+};
+
+// A device check failed at the end of the evaluation: every node that rests
+// on it and that someone still holds loses its data, so it is pending again;
+// one that kept its primitive recomputes (and meets the check again), one
+// that dropped it raises the same error.
+void invalidate(const std::vector<NodeRef>& order, const Unchecked& u, std::exception_ptr error) {
+  for (const NodeRef& ref : order) {
+    std::shared_ptr<Node> n = ref.lock();
+    if (!n || !n->buffer || !u.nodes.count(n.get())) continue;
+    n->buffer.reset();
+    if (!n->prim) n->prim = std::make_shared<Failed>(error);
+  }
+}
+
 // Every node of the order is alive when its turn comes: its consumers in
 // this graph have not run yet, so they still hold it. Nodes a fused region
 // replaces are skipped; they go with the region's output.
 void run(const std::vector<NodeRef>& order) {
-  backend::rocm::EvalStreams streams;  // multi_stream: this evaluation's own streams
+  runtime::GpuEvaluation gpu;  // this evaluation's devices, streams and checks
+  Unchecked unchecked;
   const fuse::Plan plan = make_plan(order);
-  for (const NodeRef& ref : order) {
-    std::shared_ptr<Node> n = ref.lock();
-    if (!n || plan.replaced.count(n.get())) continue;
-    if (!n->prim) throw RuntimeError("[eval] leaf tensor without data");
-    if (auto it = plan.root.find(n.get()); it != plan.root.end()) {
-      eval_region(plan.regions[it->second], n.get());
-    } else {
-      eval_node(n.get());
+  // Reads the pending checks; a failed one invalidates what rests on it.
+  auto finish = [&] {
+    try {
+      gpu.finish();
+    } catch (...) {
+      invalidate(order, unchecked, std::current_exception());
+      throw;
     }
-    if (!n->requires_grad || n->grad_leaf) {
-      n->inputs.clear();
-      n->prim.reset();
+  };
+  try {
+    for (const NodeRef& ref : order) {
+      std::shared_ptr<Node> n = ref.lock();
+      if (!n || plan.replaced.count(n.get())) continue;
+      if (!n->prim) throw RuntimeError("[eval] leaf tensor without data");
+      const size_t checks = gpu.checks_made();
+      const auto region = plan.root.find(n.get());
+      if (region != plan.root.end()) {
+        eval_region(plan.regions[region->second], n.get());
+      } else {
+        eval_node(n.get());
+      }
+      const bool made_check = gpu.checks_made() != checks;
+      if (made_check || !unchecked.nodes.empty()) {
+        // A region's members (inputs first, the output last) carry the
+        // check from its loads to its output.
+        if (region != plan.root.end()) {
+          for (Node* m : plan.regions[region->second].members) unchecked.note(m, made_check);
+        } else {
+          unchecked.note(n.get(), made_check);
+        }
+      }
+      if (!n->requires_grad || n->grad_leaf) {
+        n->inputs.clear();
+        n->prim.reset();
+      }
     }
+  } catch (...) {
+    // A node failed after a device check was made: that check, if it
+    // failed, is the cause (a kernel may have tripped over its bad data),
+    // so it is the error raised; else the node's own.
+    if (!unchecked.nodes.empty()) finish();
+    throw;
   }
-  streams.finish();
+  finish();
 }  // on an error the streams synchronize here, before anything is published
 
 }  // namespace

@@ -35,6 +35,11 @@ bool fusion() {
   return on;
 }
 
+bool fusion_gpu() {
+  static const bool on = flag("PYFLAME_FUSION_GPU", false);
+  return on;
+}
+
 const std::string& cache_dir() {
   static const std::string dir = [] {
     if (const char* d = env("PYFLAME_CACHE_DIR")) return std::string(d);

@@ -30,7 +30,31 @@ TEST(Dtype, Promotion) {
   EXPECT_EQ(promote_with_scalar(Dtype::Int32, ScalarKind::Float), Dtype::Float32);
   EXPECT_EQ(promote_with_scalar(Dtype::Float16, ScalarKind::Float), Dtype::Float16);
   EXPECT_EQ(promote_with_scalar(Dtype::Int32, ScalarKind::Int), Dtype::Int32);
-  EXPECT_THROW(dtype_from_string("float64"), ValueError);
+  EXPECT_THROW(dtype_from_string("float128"), ValueError);
+  // The Array API table within a kind; uint8 with a signed integer.
+  EXPECT_EQ(promote_types(Dtype::Int8, Dtype::Int16), Dtype::Int16);
+  EXPECT_EQ(promote_types(Dtype::UInt8, Dtype::Int8), Dtype::Int16);
+  EXPECT_EQ(promote_types(Dtype::UInt8, Dtype::Int16), Dtype::Int16);
+  EXPECT_EQ(promote_types(Dtype::UInt8, Dtype::Int32), Dtype::Int32);
+  EXPECT_EQ(promote_types(Dtype::Int64, Dtype::UInt8), Dtype::Int64);
+  EXPECT_EQ(promote_types(Dtype::Bool, Dtype::UInt8), Dtype::UInt8);
+  EXPECT_EQ(promote_types(Dtype::Float32, Dtype::Float64), Dtype::Float64);
+  EXPECT_EQ(promote_types(Dtype::BFloat16, Dtype::Float64), Dtype::Float64);
+  EXPECT_EQ(promote_types(Dtype::Int8, Dtype::Float16), Dtype::Float16);
+  EXPECT_EQ(promote_with_scalar(Dtype::UInt8, ScalarKind::Int), Dtype::UInt8);
+  EXPECT_EQ(promote_with_scalar(Dtype::Float64, ScalarKind::Float), Dtype::Float64);
+  EXPECT_EQ(dtype_from_string("double"), Dtype::Float64);
+  EXPECT_EQ(dtype_from_string("uint8"), Dtype::UInt8);
+  for (int i = 0; i < kNumDtypes; ++i) {
+    const Dtype t = static_cast<Dtype>(i);
+    EXPECT_EQ(dtype_from_string(dtype_name(t)), t);
+    EXPECT_GT(itemsize(t), 0u);
+  }
+  EXPECT_EQ(iinfo(Dtype::UInt8).max, 255);
+  EXPECT_EQ(iinfo(Dtype::Int16).min, -32768);
+  EXPECT_EQ(finfo(Dtype::Float64).eps, 0x1p-52);
+  EXPECT_THROW(finfo(Dtype::Int8), ValueError);
+  EXPECT_THROW(iinfo(Dtype::Float64), ValueError);
 }
 
 TEST(Device, Parse) {

@@ -9,6 +9,7 @@
 #include "pyflame/backend/rocm.h"
 #include "pyflame/errors.h"
 #include "pyflame/ops.h"
+#include "pyflame/ops_index.h"
 
 using namespace pyflame;
 
@@ -114,7 +115,8 @@ TEST_F(Gpu, BinaryBroadcastStridedMatchesCpu) {
 TEST_F(Gpu, WhereClampAstypeMatchCpu) {
   expect_same([](auto& v) { return where(gt(v[0], v[1]), v[0], v[1]); }, {rnd({5, 1, 3}), rnd({4, 3})});
   expect_same([](auto& v) { return clamp(v[0], -0.5, 0.7); }, {rnd({1000})});
-  Dtype all[] = {Dtype::Float32, Dtype::Float16, Dtype::BFloat16, Dtype::Int32, Dtype::Int64, Dtype::Bool};
+  Dtype all[] = {Dtype::Float32, Dtype::Float16, Dtype::BFloat16, Dtype::Int32, Dtype::Int64, Dtype::Bool,
+                 Dtype::Float64, Dtype::Int8, Dtype::Int16, Dtype::UInt8};
   for (Dtype from : all) {
     for (Dtype to : all) {
       Tensor x = astype(mul(rnd({200}), scalar(10, Dtype::Float32, Device::cpu())), from);
@@ -227,6 +229,59 @@ TEST_F(Gpu, DeviceInfo) {
   EXPECT_TRUE(info.wave_size == 32 || info.wave_size == 64);
   EXPECT_THROW(backend::rocm::get_device_info(99), RuntimeError);
   EXPECT_THROW(backend::rocm::set_device(-1), RuntimeError);
+}
+
+// Per-stream pools and the evaluation context under load: threads with their
+// own bundles allocate, free (the main thread frees their last results, off
+// their streams) and meet range errors read at the end of their evaluations;
+// every result is right, every error is the CPU's, and the counts balance.
+TEST_F(Gpu, MultiStreamPoolsChecksAndCounts) {
+  auto& mm = backend::rocm::get_memory_manager(0);
+  backend::rocm::synchronize();
+  const auto before = mm.get_stats();
+  backend::rocm::set_multi_stream(true);
+  std::vector<float> wv(10);
+  for (int i = 0; i < 10; ++i) wv[i] = float(i);
+  Tensor w = to_device(Tensor::from_host(wv.data(), {5, 2}, Dtype::Float32), gpu);
+  w.eval();
+  std::vector<int64_t> good{4, 0}, bad{1, 7};
+  Tensor ig = to_device(Tensor::from_host(good.data(), {2}, Dtype::Int64), gpu);
+  Tensor ib = to_device(Tensor::from_host(bad.data(), {2}, Dtype::Int64), gpu);
+  eval({ig, ib});
+  std::vector<Tensor> shared(8);
+  std::vector<int> wrong(8, 0), raised(8, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 50; ++k) {
+        Tensor y = add(mul(embedding(ig, w), scalar(2.0, Dtype::Float32)), scalar(double(k), Dtype::Float32));
+        std::vector<float> h(4);
+        y.copy_to_host(h.data());
+        wrong[t] += h != std::vector<float>{8.f + k, 10.f + k, 0.f + k, 2.f + k};
+        if (k % 10 == 0) {
+          try {
+            add(embedding(ib, w), sum(w)).eval();
+          } catch (const IndexError& e) {
+            raised[t] += std::string(e.what()).rfind("[embedding] index 7 is out of range", 0) == 0;
+          }
+        }
+        shared[t] = y;  // the last one is freed by the main thread, off its stream
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  backend::rocm::set_multi_stream(false);
+  for (int t = 0; t < 8; ++t) {
+    EXPECT_EQ(wrong[t], 0) << "thread " << t;
+    EXPECT_EQ(raised[t], 5) << "thread " << t;
+  }
+  shared.clear();
+  w = ig = ib = Tensor();
+  backend::rocm::synchronize();
+  const auto after = mm.get_stats();
+  EXPECT_EQ(after.total_allocated, before.total_allocated);
+  EXPECT_EQ(after.total_allocations - before.total_allocations,
+            after.total_deallocations - before.total_deallocations);
 }
 
 TEST_F(Gpu, MemoryManagerCachesAndCounts) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/cpu/kernel_utils.h"
 #include "pyflame/autograd.h"
 #include "pyflame/errors.h"
 #include "pyflame/ops.h"
@@ -87,4 +88,30 @@ TEST(Reliability, IntegerArithmeticWraps) {
   int64_t s = 0;
   sum(big, {}, false).copy_to_host(&s);
   EXPECT_EQ(s, INT64_MIN);
+}
+
+TEST(Reliability, ExceptionInsideAParallelLoopReachesTheCaller) {
+  // An exception leaving an OpenMP region would terminate the process.
+  EXPECT_THROW(cpu::parallel_for(1 << 20, 1, [](int64_t b, int64_t) {
+                 if (b > 0) throw ValueError("[test] from a worker");
+               }),
+               ValueError);
+  int64_t total = 0;
+  cpu::parallel_for(1, 1, [&](int64_t b, int64_t e) { total += e - b; });
+  EXPECT_EQ(total, 1);
+}
+
+TEST(Reliability, ScratchBeyondMemoryIsOutOfMemory) {
+  EXPECT_THROW(cpu::Scratch<float>(int64_t{1} << 60), OutOfMemoryError);
+  EXPECT_THROW(cpu::Scratch<double>(int64_t{1} << 62), ValueError);  // bytes overflow 64 bits
+  cpu::Scratch<float> ok(4);
+  ok[3] = 1.0f;
+  EXPECT_EQ(ok.data()[3], 1.0f);
+}
+
+TEST(Reliability, MatmulOfAHugeBroadcastOperandIsOutOfMemory) {
+  // float16: the CPU copies both operands to float32 scratch first.
+  Tensor a = broadcast_to(full({1, 1}, 1.0f, Dtype::Float16), {1, int64_t{1} << 40});
+  Tensor b = broadcast_to(full({1, 1}, 1.0f, Dtype::Float16), {int64_t{1} << 40, 1});
+  EXPECT_THROW(matmul(a, b).eval(), OutOfMemoryError);
 }

@@ -102,19 +102,23 @@ def rng(_seed_rngs):
 # ------------------------------------------------------------- comparison
 
 TOLERANCES = {  # (rtol, atol)
+    "float64": (1e-10, 1e-12),
     "float32": (1e-5, 1e-6),
     "float16": (1e-3, 1e-3),
     "bfloat16": (1e-2, 1e-2),
 }
 
 FLOAT_DTYPES = ["float32", "float16", "bfloat16"]
-INT_DTYPES = ["int32", "int64"]
+INT_DTYPES = ["int32", "int64", "int8", "int16", "uint8"]
 ALL_DTYPES = ["bool", "int32", "int64", "float16", "bfloat16", "float32"]
+# With the dtypes added later (the property tests keep ALL_DTYPES).
+EVERY_DTYPE = ALL_DTYPES + ["float64", "int8", "int16", "uint8"]
 
 # The NumPy dtype .numpy() returns for each PyFlame dtype (NumPy has no
 # bfloat16, so those tensors come back as float32).
 NUMPY_OF = {"bool": np.bool_, "int32": np.int32, "int64": np.int64, "float16": np.float16,
-            "bfloat16": np.float32, "float32": np.float32}
+            "bfloat16": np.float32, "float32": np.float32, "float64": np.float64,
+            "int8": np.int8, "int16": np.int16, "uint8": np.uint8}
 
 
 def dtype_str(dt):
@@ -177,9 +181,13 @@ def bf16_round(x):
 
 def make_tensor(x, dtype=None, device=None):
     """A PyFlame tensor holding ``x`` (NumPy), converted to ``dtype``
-    (bfloat16 is made from float32 values)."""
+    (bfloat16 is made from float32 values). Without a dtype, float64 arrays
+    (what random_array gives as the references' precision) become float32,
+    the framework's default; pass dtype="float64" for a float64 tensor."""
     x = np.asarray(x)
     name = None if dtype is None else dtype_str(dtype)
+    if name is None and x.dtype == np.float64:
+        name = "float32"
     if name == "bfloat16":
         return pf.tensor(x.astype(np.float32), device=device).astype("bfloat16")
     if name is not None:
@@ -193,8 +201,9 @@ def random_array(shape, dtype="float32", low=-3.0, high=3.0):
     name = dtype_str(dtype)
     if name == "bool":
         return np.random.rand(*shape) < 0.5
-    if name in ("int32", "int64"):
-        return np.random.randint(int(low), int(high) + 1, size=shape).astype(NUMPY_OF[name])
+    if name in ("int8", "int16", "int32", "int64", "uint8"):
+        lo = max(int(low), 0) if name == "uint8" else int(low)
+        return np.random.randint(lo, max(int(high), lo) + 1, size=shape).astype(NUMPY_OF[name])
     return rounded(np.random.uniform(low, high, size=shape), name)
 
 

@@ -5,9 +5,10 @@ and the same function on CPU torch tensors, backpropagates the same random
 cotangent through both, and compares every input's gradient.
 
 ``check_finite_differences`` compares PyFlame's gradient with central
-differences of the PyFlame function itself. PyFlame computes in float32 (it
-has no float64), so the differences use a step suited to float32 and a
-matching tolerance; the torch comparison is the tight check.
+differences of the PyFlame function itself, in float32 (a step suited to
+float32 and a matching tolerance) or, with ``dtype="float64"``, in float64
+with a small step and a tight tolerance (for ops whose kernels compute in
+double); the torch comparison is the tight check.
 
 Both take NumPy inputs (float64 values exactly representable in float32)
 and build fresh leaves from them.
@@ -22,8 +23,8 @@ def _pf_leaves(arrays, device, dtype="float32", grad_mask=None):
     for i, a in enumerate(arrays):
         a = np.asarray(a)
         if a.dtype.kind == "f":
-            t = pf.tensor(a.astype(np.float32), device=device)
-            if dtype != "float32":
+            t = pf.tensor(a.astype(np.float64 if dtype == "float64" else np.float32), device=device)
+            if str(t.dtype) != dtype:
                 t = t.astype(dtype)
             wants = grad_mask is None or grad_mask[i]
             if wants:
@@ -44,7 +45,7 @@ def pf_grads(fn, arrays, device, cotangent=None, dtype="float32", grad_mask=None
     if cotangent is None:
         cot = pf.ones(*out.shape, dtype=out.dtype, device=device)
     else:
-        cot = pf.tensor(np.asarray(cotangent, np.float32), device=device).astype(out.dtype)
+        cot = pf.tensor(np.asarray(cotangent, np.float64), device=device).astype(out.dtype)
     out.backward(cot)
     grads = []
     for t in leaves:
@@ -53,10 +54,10 @@ def pf_grads(fn, arrays, device, cotangent=None, dtype="float32", grad_mask=None
             assert t.grad.device == t.device, f"gradient on {t.grad.device}, input on {t.device}"
             assert tuple(t.grad.shape) == tuple(t.shape)
             assert t.grad.dtype == t.dtype, f"gradient dtype {t.grad.dtype}, input {t.dtype}"
-            grads.append(t.grad.astype("float32").numpy().astype(np.float64))
+            grads.append(t.grad.astype("float64").numpy())
         else:
             grads.append(None)
-    return out.astype("float32").numpy().astype(np.float64), grads
+    return out.astype("float64").numpy(), grads
 
 
 def torch_grads(torch_fn, arrays, cotangent=None, grad_mask=None):
@@ -95,20 +96,26 @@ def check_vs_torch(fn, torch_fn, arrays, device, rtol=1e-4, atol=1e-5, grad_mask
         np.testing.assert_allclose(g, r, rtol=rtol, atol=atol, err_msg=f"gradient of input {i}")
 
 
-def check_finite_differences(fn, arrays, device, eps=1e-2, rtol=2e-2, atol=2e-3, samples=12,
-                             grad_mask=None):
+def check_finite_differences(fn, arrays, device, eps=None, rtol=None, atol=None, samples=12,
+                             grad_mask=None, dtype="float32"):
     """Compares directional derivatives: <grad, v> against (f(x+eps v) - f(x-eps v)) / 2eps
-    for random directions v, with f reduced by a fixed random cotangent."""
+    for random directions v, with f reduced by a fixed random cotangent. The
+    defaults of eps, rtol and atol suit ``dtype`` (float32 or float64)."""
+    f64 = dtype == "float64"
+    eps = eps if eps is not None else (1e-6 if f64 else 1e-2)
+    rtol = rtol if rtol is not None else (1e-6 if f64 else 2e-2)
+    atol = atol if atol is not None else (1e-8 if f64 else 2e-3)
     arrays = [np.asarray(a) for a in arrays]
-    out, _ = pf_grads(fn, arrays, device, None, "float32", grad_mask)
+    out, _ = pf_grads(fn, arrays, device, None, dtype, grad_mask)
     cot = np.random.uniform(-1, 1, size=out.shape).astype(np.float32).astype(np.float64)
-    _, grads = pf_grads(fn, arrays, device, cot, "float32", grad_mask)
+    _, grads = pf_grads(fn, arrays, device, cot, dtype, grad_mask)
+    fdt = np.float64 if f64 else np.float32
 
     def value(arrs):
         with pf.no_grad():
-            ts = [pf.tensor(a.astype(np.float32) if a.dtype.kind == "f" else a, device=device)
+            ts = [pf.tensor(a.astype(fdt) if a.dtype.kind == "f" else a, device=device)
                   for a in arrs]
-            return float((fn(*ts).astype("float32").numpy().astype(np.float64) * cot).sum())
+            return float((fn(*ts).astype("float64").numpy() * cot).sum())
 
     for _ in range(samples):
         dirs = [np.random.uniform(-1, 1, size=a.shape) if g is not None else None

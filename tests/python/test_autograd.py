@@ -26,7 +26,7 @@ def test_unary_grad(device, name):
     f, tf = UNARY[name]
     x = random_array((5, 7))
     check_vs_torch(f, tf, [x], device)
-    check_finite_differences(f, [x], device)
+    check_finite_differences(f, [x], device, dtype="float64")
 
 
 @pytest.mark.parametrize("name,f,tf", [
@@ -34,7 +34,7 @@ def test_unary_grad(device, name):
 def test_positive_domain_unary_grad(device, name, f, tf):
     x = random_array((4, 6), low=0.5, high=3.0)
     check_vs_torch(f, tf, [x], device)
-    check_finite_differences(f, [x], device)
+    check_finite_differences(f, [x], device, dtype="float64")
 
 
 BINARY = {
@@ -50,7 +50,7 @@ def test_binary_grad_broadcasting(device, name, shapes):
     a = random_array(shapes[0])
     b = random_array(shapes[1], low=0.5, high=2.0)
     check_vs_torch(f, f, [a, b], device)
-    check_finite_differences(f, [a, b], device)
+    check_finite_differences(f, [a, b], device, dtype="float64")
 
 
 def test_pow_maximum_minimum_where_grad(device):
@@ -109,7 +109,7 @@ def test_softmax_grad(device, axis):
     check_vs_torch(lambda t: pf.softmax(t, axis), lambda t: torch.softmax(t, axis), [x], device)
     check_vs_torch(lambda t: pf.log_softmax(t, axis), lambda t: torch.log_softmax(t, axis),
                    [x], device)
-    check_finite_differences(lambda t: pf.log_softmax(t, axis), [x], device)
+    check_finite_differences(lambda t: pf.log_softmax(t, axis), [x], device, dtype="float64")
 
 
 @pytest.mark.parametrize("sa,sb", [((3, 4), (4, 5)), ((2, 3, 4), (4, 5)), ((4,), (4, 3)),
@@ -117,7 +117,7 @@ def test_softmax_grad(device, axis):
 def test_matmul_grad(device, sa, sb):
     a, b = random_array(sa), random_array(sb)
     check_vs_torch(pf.matmul, torch.matmul, [a, b], device, rtol=1e-4, atol=1e-4)
-    check_finite_differences(pf.matmul, [a, b], device)
+    check_finite_differences(pf.matmul, [a, b], device, dtype="float64")
 
 
 def test_view_grads(device):

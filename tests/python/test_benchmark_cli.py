@@ -15,7 +15,7 @@ from harness import has_attr_path  # noqa: E402
 from workloads import WORKLOADS  # noqa: E402
 
 ALWAYS_IMPLEMENTED = {"add", "gelu(x*w+b)", "sum", "softmax", "gemm_f32", "gemm_bf16", "mlp_forward",
-                      "host_record", "host_eager"}
+                      "host_record", "host_eager", "host_eager_scalar"}
 
 
 def test_all_small_on_cpu(tmp_path):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import pyflame as pf
-from conftest import ALL_DTYPES, FLOAT_DTYPES, assert_close, make_tensor, random_array, rounded
+from conftest import EVERY_DTYPE, FLOAT_DTYPES, assert_close, make_tensor, random_array, rounded
 
 COMPARE = {
     "eq": (pf.eq, np.equal, operator.eq),
@@ -26,7 +26,7 @@ def _pair(shape_a, shape_b, dtype):
     return a, b
 
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("dtype", EVERY_DTYPE)
 @pytest.mark.parametrize("name", list(COMPARE))
 def test_compare(device, name, dtype):
     fn, ref, op = COMPARE[name]
@@ -84,7 +84,7 @@ def test_compare_empty(device):
 
 # ------------------------------------------------------------------ where
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("dtype", EVERY_DTYPE)
 def test_where(device, dtype):
     c = np.random.rand(4, 5) < 0.5
     a = random_array((4, 5), dtype)

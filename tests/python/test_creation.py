@@ -7,13 +7,15 @@ from conftest import assert_close, device_kind
 
 # NumPy input dtype -> PyFlame dtype it becomes.
 DTYPE_MAP = [
-    (np.float64, "float32"),
+    (np.float64, "float64"),
     (np.float32, "float32"),
     (np.float16, "float16"),
     (np.int64, "int64"),
     (np.int32, "int32"),
-    (np.int16, "int32"),
-    (np.uint8, "int32"),
+    (np.int16, "int16"),
+    (np.int8, "int8"),
+    (np.uint8, "uint8"),
+    (np.uint16, "int32"),
     (np.bool_, "bool"),
 ]
 
@@ -36,8 +38,7 @@ def test_from_numpy_dtype_mapping(device, fn, np_dtype, pf_dtype):
     x = _sample(np_dtype, (3, 5))
     t = fn(x)
     assert t.device.startswith(device_kind(device))
-    expected = x.astype(np.float32) if np_dtype == np.float64 else x
-    assert_close(t, expected, pf_dtype, rtol=0, atol=0)
+    assert_close(t, x, pf_dtype, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("shape", [(), (0,), (1,), (7,), (2, 0, 3), (2, 3, 4)])
@@ -47,7 +48,7 @@ def test_from_numpy_shapes(device, shape):
     assert t.shape == shape
     assert t.ndim == len(shape)
     assert t.size == x.size
-    assert_close(t, x.astype(np.float32), "float32", rtol=0, atol=0, device=device)
+    assert_close(t, x, "float64", rtol=0, atol=0, device=device)  # as torch.tensor: kept
 
 
 def test_from_python_lists(device):
@@ -69,14 +70,14 @@ def test_from_python_scalars(device):
     i = int(np.random.randint(-1000, 1000))
     assert_close(pf.tensor(i), np.int64(i), "int64")
     assert_close(pf.tensor(True), np.bool_(True), "bool")
-    assert_close(pf.tensor(np.float64(v)), np.float32(v), "float32", rtol=0, atol=0)
+    assert_close(pf.tensor(np.float64(v)), np.float64(v), "float64", rtol=0, atol=0)
     assert_close(pf.tensor(np.int32(i)), np.int32(i), "int32")
 
 
 def test_from_non_contiguous_numpy(device):
     base = np.random.randn(6, 8)
     for view in (base.T, base[::2, 1::3], base[::-1, ::-2], np.broadcast_to(base[0], (3, 8))):
-        assert_close(pf.tensor(view), view.astype(np.float32), "float32", rtol=0, atol=0)
+        assert_close(pf.tensor(view), view, "float64", rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int32", "int64", "bool"])

@@ -65,7 +65,7 @@ def test_device_argument_places_tensors(device):
             pf.asarray(x.tolist(), device=device)]
     for t in made:
         assert t.device.split(":")[0] == device_kind(device), t
-    assert_close(pf.tensor(x, device=device) * 2.0, x * 2.0, "float32", device=device)
+    assert_close(pf.tensor(x, device=device) * 2.0, x * 2.0, "float64", device=device)
     assert_close(pf.eye(3, device=device), np.eye(3), "float32", device=device)
 
 

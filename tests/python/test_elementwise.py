@@ -64,7 +64,7 @@ def _binary_inputs(name, shape_a, shape_b, dtype):
 
 # ----------------------------------------------------------------- binary
 
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + ["float64"])
 @pytest.mark.parametrize("name", list(BINARY))
 def test_binary_float(device, name, dtype):
     fn, ref, _, _ = BINARY[name]
@@ -263,10 +263,14 @@ def test_numpy_array_operand(device):
     a = random_array((3, 4), "float32")
     b = random_array((3, 4), "float32")
     t = make_tensor(a, "float32")
+    # A float64 NumPy operand is a float64 tensor (as in PyTorch): float64
+    # results; a list of Python floats is float32.
     for out, ref in ((t + b, a + b), (b + t, b + a), (b * t, b * a), (b - t, b - a),
-                     (pf.add(a, b), a + b), (pf.sub(a.tolist(), t), a - a)):
+                     (pf.add(a, b), a + b)):
         assert isinstance(out, pf.Tensor)
-        assert_close(out, ref, "float32")
+        assert_close(out, ref, "float64")
+    assert_close(pf.sub(a.tolist(), t), a - a, "float32")
+    assert_close(t + b.astype(np.float32), a + b, "float32")
 
 
 # --------------------------------------------------------------- operators
@@ -299,7 +303,7 @@ def test_bool_arithmetic(device):
 
 # ----------------------------------------------------------------- unary
 
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + ["float64"])
 @pytest.mark.parametrize("name", list(UNARY))
 def test_unary_float(device, name, dtype):
     fn, ref, (lo, hi) = UNARY[name]
@@ -355,7 +359,7 @@ def test_math_special_values(device):
 
 # ------------------------------------------------------------------- NaN
 
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + ["float64"])
 def test_nan_propagation(device, dtype):
     a = random_array((40,), dtype)
     b = random_array((40,), dtype)

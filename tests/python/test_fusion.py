@@ -1,6 +1,7 @@
 """Automatic fusion: the same graphs evaluated with fusion on and off give
 bit-identical results (NaN positions included) on each device, and their
-gradients too; the plan is visible and the switch works."""
+gradients too; the plan is visible and the switches work. GPU fusion is
+experimental and off by default: the tests that fuse turn it on themselves."""
 import os
 import subprocess
 import sys
@@ -9,23 +10,26 @@ import numpy as np
 import pytest
 
 import pyflame as pf
-from conftest import ALL_DTYPES, FLOAT_DTYPES, make_tensor, random_array
+from conftest import ALL_DTYPES, EVERY_DTYPE, FLOAT_DTYPES, make_tensor, random_array
+
+NEW_DTYPES = [d for d in EVERY_DTYPE if d not in ALL_DTYPES]  # float64, int8, int16, uint8
+FLOATS = FLOAT_DTYPES + ["float64"]
 
 
 @pytest.fixture
 def fusion_on():
-    was = pf.get_fusion()
-    pf.set_fusion(True)
+    was, was_gpu = pf.get_fusion(), pf.get_fusion_gpu()
+    pf.set_fusion(True, gpu=True)
     yield
-    pf.set_fusion(was)
+    pf.set_fusion(was, gpu=was_gpu)
 
 
 def bits(t):
     """Host bits of a tensor, floats as unsigned integers; NaNs set to one
     pattern (a NaN's payload is not part of the contract)."""
     raw = np.asarray(pf._core._to_host_bits(t))
-    if t.dtype.name in ("float32", "float16", "bfloat16"):
-        vals = t.astype("float32").numpy()
+    if t.dtype.name in FLOATS:
+        vals = t.astype("float64").numpy()
         raw = np.where(np.isnan(vals), np.array(-1).astype(raw.dtype), raw)
         return raw, np.isnan(vals)
     return raw, None
@@ -42,9 +46,9 @@ def assert_same(a, b):
 
 def both_ways(build):
     """build() -> list of tensors; evaluated with fusion on and then off."""
-    was = pf.get_fusion()
+    was, was_gpu = pf.get_fusion(), pf.get_fusion_gpu()
     try:
-        pf.set_fusion(True)
+        pf.set_fusion(True, gpu=True)
         pf.reset_fusion_stats()
         fused = build()
         pf.eval(*fused)
@@ -55,7 +59,7 @@ def both_ways(build):
         plain = build()
         pf.eval(*plain)
     finally:
-        pf.set_fusion(was)
+        pf.set_fusion(was, gpu=was_gpu)
     for a, b in zip(fused, plain):
         assert_same(a, b)
     return regions
@@ -72,7 +76,7 @@ COMPARE = ["eq", "ne", "lt", "le", "gt", "ge"]
 
 def special(x, dtype, rng):
     """Mixes NaN, +-Inf and signed zeros into a float array."""
-    if dtype in FLOAT_DTYPES and x.size:
+    if dtype in FLOATS and x.size:
         flat = x.reshape(-1)
         k = rng.integers(0, flat.size, size=max(1, flat.size // 8))
         flat[k] = rng.choice([np.nan, np.inf, -np.inf, 0.0, -0.0], size=k.size)
@@ -107,7 +111,7 @@ def random_graph(seed, dtype, shape, device, n_ops=8):
             x = live[k % len(live)]
             y = live[(k >> 3) % len(live)]
             if kind == "u":
-                ops = UNARY_FLOAT if dtype in FLOAT_DTYPES else UNARY_INT
+                ops = UNARY_FLOAT if dtype in FLOATS else UNARY_INT
                 if dtype == "bool":
                     z = pf.logical_not(x) if hasattr(pf, "logical_not") else x
                 else:
@@ -116,7 +120,7 @@ def random_graph(seed, dtype, shape, device, n_ops=8):
                 op = BINARY[k % len(BINARY)]
                 if dtype == "bool" and op in ("sub", "pow"):
                     op = "add"
-                if op == "pow" and dtype in ("int32", "int64"):
+                if op == "pow" and dtype not in FLOATS:
                     op = "mul"
                 z = getattr(pf, op)(x, y)
             elif kind == "c":
@@ -125,12 +129,17 @@ def random_graph(seed, dtype, shape, device, n_ops=8):
             elif kind == "w":
                 z = pf.where(x > y, y, x) if dtype != "bool" else pf.where(x, y, x)
             elif kind == "s":
-                z = x * 0.5 if dtype in FLOAT_DTYPES else x + 3 if dtype != "bool" else x
+                # A Python number: a scalar operand of the Binary node.
+                if dtype in FLOATS:
+                    z = x * 0.5 if k % 2 else 1.5 - x
+                else:
+                    z = x + 3 if dtype != "bool" else x
             elif kind == "t":
-                other = "float32" if dtype != "float32" else "float16"
-                z = x.astype(other).astype(dtype)
+                # Through another dtype: float -> small int wraps through int64, NaN -> 0.
+                others = [d for d in ("float32", "float16", "int8", "uint8", "float64") if d != dtype]
+                z = x.astype(others[k % len(others)]).astype(dtype)
             else:
-                z = pf.clamp(x, -1, 2) if dtype != "bool" else x
+                z = pf.clamp(x, -1 if dtype != "uint8" else 1, 2) if dtype != "bool" else x
             live.append(z)
         # Several outputs: the last value and one from the middle.
         return [live[-1], live[len(vals) + len(plan) // 2]]
@@ -143,6 +152,13 @@ def test_random_graphs_fused_equals_unfused(device, dtype, seed):
     shape = [(5, 7), (3, 4, 33), (1000,), (2, 1, 6)][seed % 4]
     build = random_graph(1000 * seed + ALL_DTYPES.index(dtype), dtype, shape, device)
     both_ways(build)
+
+
+@pytest.mark.parametrize("dtype", NEW_DTYPES)
+@pytest.mark.parametrize("seed", range(4))
+def test_random_graphs_new_dtypes_fused_equals_unfused(device, dtype, seed):
+    shape = [(5, 7), (3, 4, 33), (1000,), (2, 1, 6)][seed]
+    both_ways(random_graph(1000 * seed + 50 + EVERY_DTYPE.index(dtype), dtype, shape, device))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int32", "int64", "bool"])
@@ -273,6 +289,54 @@ def test_matmul_bias_relu_epilogue_is_a_region(device, fusion_on):
     assert "matmul" in plan and "relu(add(x0, x1))" in plan, plan
 
 
+def test_scalar_operands_are_kernel_arguments(fusion_on):
+    x = pf.tensor(np.linspace(-2, 2, 50, dtype=np.float32))
+    y = pf.relu(1.375 - x * 0.3125)
+    plan = pf.explain(y)
+    assert "2 scalars" in plan and "relu(sub(s1, mul(x0, s0)))" in plan, plan
+    # The numbers are not in the generated source: another value, the same kernel.
+    (name, src), = pf._core._fused_sources([y])
+    (name2, _), = pf._core._fused_sources([pf.relu(-3.5 - x * 0.1)])
+    assert name == name2 and "0.3125" not in src and "1.375" not in src
+    xs = np.linspace(-2, 2, 50, dtype=np.float32)
+    ref = np.maximum(np.float32(1.375) - xs * np.float32(0.3125), np.float32(0))
+    np.testing.assert_array_equal(y.numpy(), ref)
+
+
+@pytest.mark.parametrize("dtype", NEW_DTYPES)
+def test_new_dtypes_fuse_on_cpu(fusion_on, dtype):
+    x = make_tensor(random_array((4, 9), dtype), dtype, "cpu")
+    y = pf.maximum(x + 1, x * 2)
+    assert "fused[" in pf.explain(y), pf.explain(y)
+
+
+def test_gpu_fusion_is_off_by_default():
+    code = "import pyflame as pf; print(pf.get_fusion(), pf.get_fusion_gpu())"
+    env = {k: v for k, v in os.environ.items() if k != "PYFLAME_FUSION_GPU"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "False"]
+    env["PYFLAME_FUSION_GPU"] = "1"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True"]
+
+
+def test_gpu_switch(fusion_on):
+    pf.set_fusion(True, gpu=False)
+    assert pf.get_fusion() is True and pf.get_fusion_gpu() is False
+    pf.set_fusion(False)  # gpu left as it is
+    assert pf.get_fusion_gpu() is False
+    pf.set_fusion(True, gpu=True)
+    assert pf.get_fusion_gpu() is True
+
+
+def test_gpu_regions_stay_unfused_unless_enabled(gpu_device, fusion_on):
+    x = pf.tensor(np.linspace(-2, 2, 64, dtype=np.float32), device=gpu_device)
+    pf.set_fusion(True, gpu=False)
+    assert "fused[" not in pf.explain(pf.gelu(x * 0.5 + 1.0))
+    pf.set_fusion(True, gpu=True)
+    assert "fused[" in pf.explain(pf.gelu(x * 0.5 + 1.0))
+
+
 def test_environment_switch_turns_fusion_off():
     code = "import pyflame as pf; print(pf.get_fusion())"
     env = dict(os.environ, PYFLAME_FUSION="0")
@@ -284,6 +348,7 @@ def test_environment_switch_turns_fusion_off():
 
 _CACHE_PROBE = """
 import numpy as np, pyflame as pf
+pf.set_fusion(True, gpu=True)
 x = pf.tensor(np.linspace(-3, 3, 5000, dtype=np.float32), device="rocm")
 y = pf.gelu(x * 0.5 + 1.0)
 got = y.numpy()

@@ -24,7 +24,7 @@ def test_concat_grad(device, axis):
     xs = [random_array(s) for s in shapes]
     check_vs_torch(lambda *t: pf.concat(list(t), axis=axis), lambda *t: torch.cat(t, axis),
                    xs, device)
-    check_finite_differences(lambda *t: pf.cat(list(t), axis), xs, device)
+    check_finite_differences(lambda *t: pf.cat(list(t), axis), xs, device, dtype="float64")
 
 
 def test_concat_grad_some_inputs(device):
@@ -83,7 +83,8 @@ def test_gather_grad_duplicates(device, axis, idx_dtype):
     index = np.random.randint(0, x.shape[axis], size=ishape).astype(idx_dtype)
     check_vs_torch(lambda t, i: pf.gather(t, axis, i),
                    lambda t, i: torch.gather(t, axis, i.long()), [x, index], device)
-    check_finite_differences(lambda t, i: pf.gather(t, axis, i), [x, index], device)
+    check_finite_differences(lambda t, i: pf.gather(t, axis, i), [x, index], device,
+                             dtype="float64")
 
 
 def test_gather_grad_all_one_index(device):
@@ -100,7 +101,8 @@ def test_index_select_grad(device, axis):
     index = index[index < x.shape[axis]]
     check_vs_torch(lambda t, i: pf.index_select(t, axis, i),
                    lambda t, i: torch.index_select(t, axis, i), [x, index], device)
-    check_finite_differences(lambda t, i: pf.index_select(t, axis, i), [x, index], device)
+    check_finite_differences(lambda t, i: pf.index_select(t, axis, i), [x, index], device,
+                             dtype="float64")
 
 
 def test_index_select_grad_scalar_index(device):
@@ -133,7 +135,7 @@ def test_embedding_grad_non_contiguous_indices(device):
     idx = np.random.randint(0, 5, size=(4, 6)).astype(np.int64)
     check_vs_torch(lambda i, t: pf.embedding(i.T, t), lambda i, t: F.embedding(i.T, t),
                    [idx, w], device)
-    check_finite_differences(lambda i, t: pf.embedding(i.T, t), [idx, w], device)
+    check_finite_differences(lambda i, t: pf.embedding(i.T, t), [idx, w], device, dtype="float64")
 
 
 def test_gather_backward_range_error(device):
@@ -234,7 +236,7 @@ def test_pad_grad(device, mode, shape, pads):
 @pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
 def test_pad_grad_finite_differences(device, mode):
     x = random_array((2, 3, 4))
-    check_finite_differences(lambda t: pf.pad(t, (2, 1, 1, 2), mode), [x], device)
+    check_finite_differences(lambda t: pf.pad(t, (2, 1, 1, 2), mode), [x], device, dtype="float64")
 
 
 def test_pad_grad_wide_replicate_and_full_circular(device):
@@ -265,7 +267,7 @@ def test_pad_grad_crop_non_constant(device, mode):
     # definition (finite differences and the adjoint of pad itself).
     x = random_array((2, 4, 5))
     pads = (-2, 3, 1, -1)
-    check_finite_differences(lambda t: pf.pad(t, pads, mode), [x], device)
+    check_finite_differences(lambda t: pf.pad(t, pads, mode), [x], device, dtype="float64")
     xt = pf.tensor(x.astype(np.float32), device=device, requires_grad=True)
     y = pf.pad(xt, pads, mode)
     cot = np.random.uniform(-1, 1, size=tuple(y.shape)).astype(np.float32)
@@ -321,7 +323,7 @@ def test_dropout_grad_through_views_and_finite_differences(device):
         pf.manual_seed(123)
         return pf.dropout(t.T * 2.0, 0.4)[1:, ::2]
 
-    check_finite_differences(f, [x], device)
+    check_finite_differences(f, [x], device, dtype="float64")
     xt = pf.tensor(x.astype(np.float32), device=device, requires_grad=True)
     y = f(xt)
     y.sum().backward()

@@ -30,6 +30,11 @@ VARIANTS = {
                     num_key_value_heads=2, sliding_window=4096),
     "qwen2": dict(model_type="qwen2", architectures=["Qwen2ForCausalLM"], num_key_value_heads=1,
                   tie_word_embeddings=True, rope_theta=1000000.0),
+    # Windows shorter than the test sequences: every layer (Mistral), layers
+    # from max_window_layers on (Qwen2).
+    "mistral_swa": dict(model_type="mistral", num_key_value_heads=2, sliding_window=4),
+    "qwen2_swa": dict(model_type="qwen2", num_key_value_heads=2, use_sliding_window=True,
+                      sliding_window=3, max_window_layers=1),
     "gqa": dict(model_type="llama", num_attention_heads=8, num_key_value_heads=2, hidden_size=64),
     "tied": dict(model_type="llama", tie_word_embeddings=True),
     "sharded": dict(model_type="llama"),
@@ -142,6 +147,14 @@ def ref_inv_freq(cfg):
     return inv.astype(np.float32).astype(np.float64)
 
 
+def ref_window(cfg, layer):
+    """The attention window of a layer, as Hugging Face's Mistral and Qwen2."""
+    if cfg["model_type"] == "mistral" or cfg.get("use_sliding_window"):
+        if layer >= cfg.get("max_window_layers", 0):
+            return cfg.get("sliding_window")
+    return None
+
+
 def ref_forward(cfg, W, ids):
     """float64 logits (B, S, V) of the Llama-family forward."""
     ids = np.asarray(ids)
@@ -157,9 +170,11 @@ def ref_forward(cfg, W, ids):
         return np.concatenate([a * cos - b * sin, b * cos + a * sin], -1)
 
     x = W["model.embed_tokens.weight"][ids]
-    causal = np.tril(np.ones((S, S), bool))
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
+        causal = np.tril(np.ones((S, S), bool))
+        if ref_window(cfg, i):  # key j within the last `window` positions of query i
+            causal &= np.triu(np.ones((S, S), bool), 1 - ref_window(cfg, i))
         lin = lambda h, n: h @ W[p + n + ".weight"].T + W.get(p + n + ".bias", 0.0)  # noqa: E731
         h = norm(x, W[p + "input_layernorm.weight"])
         q = lin(h, "self_attn.q_proj").reshape(B, S, H, hd).transpose(0, 2, 1, 3)
@@ -233,7 +248,7 @@ def test_half_checkpoints(device, ckpt, dtype, rng):
 
 # ------------------------------------------------------------------- the cache
 
-@pytest.mark.parametrize("variant", ["llama3", "qwen2", "mistral"])
+@pytest.mark.parametrize("variant", ["llama3", "qwen2", "mistral", "mistral_swa", "qwen2_swa"])
 def test_cached_decode_equals_full_sequence(device, ckpt, variant, rng):
     path, cfg, W = ckpt(variant)
     model, _ = llm.load(path, device=device)
@@ -285,6 +300,67 @@ def test_cache_batch_and_capacity_errors(device, ckpt):
         model([[1]], cache)
     with pytest.raises(ValueError, match="make_cache"):
         model.make_cache(0, 8)
+
+
+# ------------------------------------------------------------------- batches
+
+@pytest.mark.parametrize("variant", ["llama3", "mistral_swa"])
+def test_padded_batch_prefill_matches_each_prompt(device, ckpt, variant, rng):
+    path, cfg, W = ckpt(variant)
+    model, _ = llm.load(path, device=device)
+    rows = [rng.integers(0, cfg["vocab_size"], size=n).tolist() for n in (3, 9, 6)]
+    pad = [9 - len(r) for r in rows]
+    cache = model.make_cache(3, 12, pad)
+    got = model([[0] * p + r for p, r in zip(pad, rows)], cache).numpy()
+    nxt = rng.integers(0, cfg["vocab_size"], size=3).tolist()
+    step = model([[t] for t in nxt], cache).numpy()
+    for b, (p, r) in enumerate(zip(pad, rows)):  # each row as if it ran alone, at positions 0..
+        ref = ref_forward(cfg, W, np.array([r + [nxt[b]]]))[0]
+        np.testing.assert_allclose(got[b, p:], ref[:-1], rtol=2e-4, atol=2e-4)
+        np.testing.assert_allclose(step[b, 0], ref[-1], rtol=2e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("variant", ["llama3", "mistral_swa"])
+def test_batched_greedy_equals_each_prompt_alone(device, ckpt, variant, rng):
+    path, cfg, _ = ckpt(variant)
+    model, _ = llm.load(path, device=device)
+    rows = [rng.integers(0, cfg["vocab_size"], size=n).tolist() for n in (5, 2, 8)]
+    alone = [llm.generate(model, r, 7, stop=[]) for r in rows]
+    assert llm.generate(model, rows, 7, stop=[]) == alone
+    # A stop token ends its row only: row 0 stops at its third token.
+    stop = alone[0][2]
+    alone = [llm.generate(model, r, 7, stop=stop) for r in rows]
+    assert len(alone[0]) <= 3 and any(len(a) > len(alone[0]) for a in alone)
+    assert llm.generate(model, rows, 7, stop=stop) == alone
+    steps = list(llm.stream_generate(model, rows, 7, stop=stop))
+    assert [[t for t in col if t is not None] for col in zip(*steps)] == alone
+    assert steps[-1][0] is None   # a finished row is padded with None
+    # A 2-d tensor is a batch of equal-length prompts.
+    eq = np.array([rows[0][:2], rows[1]])
+    assert llm.generate(model, pf.tensor(eq), 4, stop=[]) == [llm.generate(model, r, 4, stop=[])
+                                                             for r in eq.tolist()]
+
+
+def test_batched_sampling_seeded(device, ckpt):
+    path, cfg, _ = ckpt("gqa")
+    model, _ = llm.load(path, device=device)
+    rows = [[3, 5, 7], [9], [4, 4, 4, 4, 4]]
+    kw = dict(temperature=1.0, top_k=10, top_p=0.95, stop=[])
+    a = llm.generate(model, rows, 8, seed=7, **kw)
+    assert [len(r) for r in a] == [8, 8, 8]
+    assert llm.generate(model, rows, 8, seed=7, **kw) == a
+    assert any(llm.generate(model, rows, 8, seed=s, **kw) != a for s in range(3))
+
+
+def test_batch_errors(device, ckpt):
+    path, cfg, _ = ckpt("llama2")
+    model, _ = llm.load(path, device=device)
+    with pytest.raises(ValueError, match=r"\[generate\] prompt 1 is empty"):
+        llm.generate(model, [[1, 2], []], 3)
+    with pytest.raises(ValueError, match=r"\[make_cache\] pad"):
+        model.make_cache(2, 8, [1])
+    with pytest.raises(ValueError, match=r"\[make_cache\] pad"):
+        model.make_cache(2, 8, [0, 8])
 
 
 # ------------------------------------------------------------------- sampling
@@ -369,6 +445,7 @@ def test_bad_configs_and_weights(tmp_path, rng):
     del no_vocab["vocab_size"]
     _err(write(no_vocab, random_weights(cfg, rng)), "lacks vocab_size")
     _err(write(dict(cfg, num_key_value_heads=3)), "multiple of num_key_value_heads")
+    _err(write(dict(cfg, model_type="mistral", sliding_window=-2)), "sliding_window must be positive")
     _err(write(dict(cfg, rope_scaling={"rope_type": "yarn", "factor": 2.0})), "'yarn' is not supported")
     _err(write(dict(cfg, rope_scaling={"rope_type": "llama3", "factor": 2.0})), "lacks low_freq_factor")
     w = random_weights(cfg, rng)
@@ -416,7 +493,7 @@ def test_tokenizer_and_cli(ckpt):
 
 # ------------------------------------------------------------------- transformers
 
-@pytest.mark.parametrize("variant", ["llama2", "llama3", "mistral", "qwen2", "tied"])
+@pytest.mark.parametrize("variant", ["llama2", "llama3", "mistral", "mistral_swa", "qwen2", "tied"])
 def test_against_transformers(device, ckpt, variant, rng):
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")

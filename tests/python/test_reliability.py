@@ -187,9 +187,76 @@ def test_full_value_edges_fit(device):
     _raises(ValueError, "full", lambda: pf.full((2,), float("nan"), dtype=pf.int64), device)
 
 
-def test_scalar_operand_out_of_int32_range_raises(device):
-    x = pf.tensor([1], dtype=pf.int32)
-    _raises(ValueError, "full", lambda: (x + 2**40).numpy(), device)
+# Python ints outside the tensor's integer dtype: NumPy 2 raises OverflowError
+# for arithmetic (NEP 50) and answers comparisons exactly; PyTorch wraps int32
+# silently. Debian's NumPy 1.x upcasts instead, so the exact answers come from
+# Python's own integers (NumPy object arrays).
+_BEYOND = {"int32": [2**31, -(2**31) - 1, 2**40, 2**60, 2**63, -(2**63) - 1, 2**100],
+           "int64": [2**63, -(2**63) - 1, 2**100, -(2**100)], "bool": [2**63, -(2**63) - 1]}
+
+
+def _numpy2_raises_too(dtype, value):
+    if int(np.__version__.split(".")[0]) >= 2 and dtype != "bool":
+        with pytest.raises(OverflowError):
+            np.array([1], dtype=dtype) + value
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "bool"])
+@pytest.mark.parametrize("call, fn", [
+    (lambda x, v: x + v, "add"), (lambda x, v: v + x, "add"), (lambda x, v: x - v, "sub"),
+    (lambda x, v: v - x, "sub"), (lambda x, v: x * v, "mul"), (lambda x, v: pf.maximum(x, v), "maximum"),
+    (lambda x, v: pf.minimum(v, x), "minimum"), (lambda x, v: pf.add(v, x), "add"),
+])
+def test_int_scalar_beyond_the_dtype_raises_in_arithmetic(device, dtype, call, fn):
+    x = make_tensor(np.array([1, 0]), dtype, device)
+    for v in _BEYOND[dtype]:
+        _numpy2_raises_too(dtype, v)
+        msg = _raises(pf.IntegerOverflowError, fn, lambda: call(x, v).numpy(), device)
+        assert str(v) in msg and "out of bounds for" in msg
+    # One class, caught either way: NumPy 2's OverflowError and a ValueError.
+    assert issubclass(pf.IntegerOverflowError, OverflowError)
+    assert issubclass(pf.IntegerOverflowError, ValueError)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_int_scalar_at_the_dtype_edges_wraps_like_numpy(device, dtype):
+    info = np.iinfo(dtype)
+    a = np.array([1, -1, 0], dtype=dtype)
+    x = make_tensor(a, dtype, device)
+    with np.errstate(over="ignore"):
+        for v in (int(info.max), int(info.min)):
+            assert_close(x + v, a + np.array(v, dtype=dtype), dtype)
+            assert_close(x * v, a * np.array(v, dtype=dtype), dtype)
+
+
+_COMPARISONS = [(pf.eq, np.equal), (pf.ne, np.not_equal), (pf.lt, np.less), (pf.le, np.less_equal),
+                (pf.gt, np.greater), (pf.ge, np.greater_equal)]
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "bool"])
+@pytest.mark.parametrize("pf_op, np_op", _COMPARISONS)
+def test_comparison_with_int_scalar_beyond_the_dtype_is_exact(device, dtype, pf_op, np_op):
+    a = np.array([[1, 0], [-5, 7]]).astype(dtype)
+    x = make_tensor(a, dtype, device)
+    exact = a.astype(object)  # Python integers: no wrap, no rounding
+    for v in _BEYOND[dtype] + [int(np.iinfo(np.int32).max)]:
+        assert_close(pf_op(x, v), np_op(exact, v).astype(bool), "bool")
+        assert_close(pf_op(v, x), np_op(v, exact).astype(bool), "bool")
+    ops = {np.equal: lambda p, q: p == q, np.not_equal: lambda p, q: p != q, np.less: lambda p, q: p < q,
+           np.less_equal: lambda p, q: p <= q, np.greater: lambda p, q: p > q,
+           np.greater_equal: lambda p, q: p >= q}
+    op = ops[np_op]
+    for v in _BEYOND[dtype]:  # operators, the tensor on either side
+        assert_close(op(x, v), np_op(exact, v).astype(bool), "bool")
+        assert_close(op(v, x), np_op(v, exact).astype(bool), "bool")
+
+
+def test_comparison_with_an_out_of_range_int_matches_torch_where_torch_is_exact(device):
+    torch, _ = torch_or_skip()
+    x = pf.tensor([1, 2], dtype=pf.int32, device=device)
+    t = torch.tensor([1, 2], dtype=torch.int32)
+    assert (x == 2**40).numpy().tolist() == (t == 2**40).tolist() == [False, False]
+    assert (x != 2**40).numpy().tolist() == (t != 2**40).tolist() == [True, True]
 
 
 def test_clamp_bound_out_of_int32_range_raises(device):
@@ -424,7 +491,7 @@ def test_index_select_and_embedding_with_empty_indices(device):
 # ---------------------------------------------------- errors at the boundary
 
 def test_cpp_conversion_failures_are_not_leaked(device):
-    with pytest.raises(TypeError) as info:
+    with pytest.raises(ValueError, match=r"^\[split\] split_size 9223372036854775808 is out of the int64") as info:
         pf.split(pf.ones(4), 2**63)
     assert "std::" not in str(info.value) and "bad_cast" not in str(info.value)
     _usable(device)
@@ -491,3 +558,199 @@ def test_full_of_a_huge_integer_into_a_narrow_integer_dtype_raises(device):
         pf.full((2,), 2**60, dtype=pf.int32, device=device)
     np.testing.assert_array_equal(pf.full((2,), 2**60, device=device).numpy(),
                                   np.full((2,), 2**60, dtype=np.int64))
+
+
+# --------------------------------------- reductions without an identity
+
+_NO_IDENTITY = [  # (pf call, NumPy call): NumPy raises on any empty reduced axis
+    (lambda x, ax: pf.max(x, ax), lambda a, ax: np.max(a, axis=ax)),
+    (lambda x, ax: pf.min(x, ax), lambda a, ax: np.min(a, axis=ax)),
+    (lambda x, ax: x.max(ax, keepdim=True), lambda a, ax: np.max(a, axis=ax, keepdims=True)),
+    (lambda x, ax: pf.argmax(x, ax), lambda a, ax: np.argmax(a, axis=ax)),
+    (lambda x, ax: pf.argmin(x, ax), lambda a, ax: np.argmin(a, axis=ax)),
+]
+
+
+@pytest.mark.parametrize("shape, axis", [((0,), None), ((0,), 0), ((0, 3), 0), ((0, 3), 1), ((3, 0), 0),
+                                         ((3, 0), 1), ((0, 0), 0), ((0, 0), 1), ((0, 0), None),
+                                         ((2, 0, 3), 1), ((2, 0, 3), 2), ((2, 0, 3), (0, 2))])
+@pytest.mark.parametrize("pf_call, np_call", _NO_IDENTITY)
+def test_reductions_without_identity_over_empty_axes_raise_like_numpy(device, shape, axis, pf_call, np_call):
+    a = np.zeros(shape, dtype=np.float32)
+    if isinstance(axis, tuple) and np_call(np.ones((1, 1, 1)), 0).dtype == np.int64:
+        pytest.skip("argmax/argmin take one axis")
+    x = make_tensor(a, "float32", device)
+    try:
+        expected = np_call(a, axis)
+    except ValueError:
+        with pytest.raises(ValueError, match=r"^\[(max|min|argmax|argmin)\] .*(zero-size|empty)"):
+            pf_call(x, axis).numpy()
+        _usable(device)
+        return
+    got = pf_call(x, axis)
+    assert got.shape == expected.shape
+    assert_close(got, expected, "int64" if expected.dtype == np.int64 else "float32")
+
+
+def test_torch_also_rejects_empty_reduced_axes():
+    torch, _ = torch_or_skip()
+    for call in (lambda t: t.amax(0), lambda t: t.argmax(0), lambda t: t.amin(1)):
+        with pytest.raises((RuntimeError, IndexError)):
+            call(torch.zeros(0, 0))
+
+
+# ------------------------------------------------ embedding_dim 0
+
+def test_embedding_of_width_zero_still_checks_indices(device):
+    torch, F = torch_or_skip()
+    w = pf.zeros(3, 0, device=device)
+    for bad in ([5], [-1], [0, 3]):
+        with pytest.raises((IndexError, RuntimeError)):
+            F.embedding(torch.tensor(bad), torch.zeros(3, 0))
+        _raises(IndexError, "embedding", lambda: pf.embedding(make_tensor(np.array(bad), "int64", device), w).numpy(),
+                device)
+    idx = np.array([[0, 2], [1, 1]])
+    w.requires_grad = True
+    out = pf.embedding(make_tensor(idx, "int64", device), w)
+    assert out.shape == (2, 2, 0) and out.numpy().shape == (2, 2, 0)
+    out.sum().backward()
+    assert w.grad.shape == (3, 0)
+
+
+# --------------------------------------- axes beyond any int type
+
+_AXIS_CALLS = [
+    (lambda x, ax: pf.sum(x, ax), "sum"), (lambda x, ax: x.mean(ax), "mean"), (lambda x, ax: pf.max(x, ax), "max"),
+    (lambda x, ax: pf.prod(x, (0, ax)), "prod"), (lambda x, ax: pf.softmax(x, ax), "softmax"),
+    (lambda x, ax: pf.log_softmax(x, ax), "log_softmax"), (lambda x, ax: pf.concat([x, x], ax), "concat"),
+    (lambda x, ax: pf.cat([x, x], ax), "(cat|concat)"), (lambda x, ax: pf.stack([x, x], ax), "stack"),
+    (lambda x, ax: pf.split(x, 1, ax), "split"), (lambda x, ax: pf.gather(x, ax, pf.zeros(2, 3, dtype=pf.int64)), "gather"),
+    (lambda x, ax: pf.index_select(x, ax, pf.zeros(1, dtype=pf.int64)), "index_select"),
+    (lambda x, ax: pf.slice_update(x, x, 0, ax), "slice_update"), (lambda x, ax: pf.argmax(x, ax), "argmax"),
+    (lambda x, ax: pf.argmin(x, ax), "argmin"), (lambda x, ax: pf.argsort(x, ax), "argsort"),
+    (lambda x, ax: pf.sort(x, ax), "sort"), (lambda x, ax: pf.topk(x, 1, ax), "topk"),
+    (lambda x, ax: pf.cumsum(x, ax), "cumsum"), (lambda x, ax: pf.flatten(x, ax), "flatten"),
+    (lambda x, ax: pf.flatten(x, 0, ax), "flatten"), (lambda x, ax: pf.transpose(x, (ax, 0)), "transpose"),
+    (lambda x, ax: x.permute(ax, 0), "transpose"), (lambda x, ax: pf.swapaxes(x, 0, ax), "swapaxes"),
+    (lambda x, ax: pf.squeeze(x, ax), "squeeze"), (lambda x, ax: pf.unsqueeze(x, ax), "unsqueeze"),
+]
+
+
+@pytest.mark.parametrize("call, fn", _AXIS_CALLS)
+def test_axis_beyond_int_range_is_a_clear_axis_error(device, call, fn):
+    x = make_tensor(random_array((2, 3)), "float32", device)
+    for ax in (5, 2**31, -(2**31) - 1, 2**63, 2**100, np.int64(2**40)):
+        msg = _raises(ValueError, fn, lambda: call(x, ax), device)
+        assert "axis" in msg and "out of range" in msg
+        assert "incompatible function arguments" not in msg
+    for ax in (1.0, "1", True):
+        _raises(ValueError, fn, lambda: call(x, ax), device)  # as every bad axis (test_errors)
+
+
+@pytest.mark.parametrize("call, fn", [
+    (lambda x: pf.softmax(x, None), "softmax"), (lambda x: pf.gather(x, None, x), "gather"),
+    (lambda x: pf.concat([x, x], None), "concat"), (lambda x: pf.cumsum(x, None), "cumsum"),
+    (lambda x: pf.swapaxes(x, None, 0), "swapaxes"), (lambda x: pf.index_select(x, None, x), "index_select"),
+])
+def test_none_where_an_axis_is_required_is_a_clear_error(device, call, fn):
+    msg = _raises(ValueError, fn, lambda: call(pf.ones(2, 2, device=device)), device)
+    assert "incompatible function arguments" not in msg
+
+
+def test_functional_dim_beyond_int_range(device):
+    x = make_tensor(random_array((2, 3)), "float32", device)
+    for f, fn in ((pf.nn.functional.softmax, "softmax"), (pf.nn.functional.log_softmax, "log_softmax")):
+        for d in (2**31, 2**100):
+            assert "out of range" in _raises(ValueError, fn, lambda: f(x, d), device)
+
+
+def test_numpy_integer_axes_are_accepted(device):
+    a = random_array((2, 3))
+    x = make_tensor(a, "float32", device)
+    assert_close(pf.sum(x, np.int64(1)), a.sum(1), "float32")
+    assert_close(pf.softmax(x, np.int32(0)).sum(0), np.ones(3), "float32")
+    assert_close(pf.sum(x, (np.int64(0), 1)), a.sum(), "float32")
+    assert_close(pf.sum(x, np.array([0, 1])), a.sum(), "float32")
+
+
+# ------------------------------ scratch space sized by a broadcast input
+
+def _huge_view(*shape, dtype="float32"):
+    return pf.broadcast_to(pf.ones(*(1,) * len(shape), dtype=getattr(pf, dtype)), shape)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: (_huge_view(1, 2**50) @ _huge_view(2**50, 1)).item(),
+    lambda: (_huge_view(1, 2**50, dtype="float16") @ _huge_view(2**50, 1, dtype="float16")).item(),
+    # 64 query rows: the kernel's scratch fails inside its parallel loop.
+    lambda: pf.nn.functional.scaled_dot_product_attention(
+        pf.ones(1, 1, 64, 4), _huge_view(1, 1, 2**50, 4), _huge_view(1, 1, 2**50, 4)).numpy(),
+])
+def test_kernel_scratch_beyond_memory_is_out_of_memory(device, call):
+    # The output is small, but a CPU kernel's temporary copy of a broadcast
+    # operand is not: pf.OutOfMemoryError, not a C++ abort or terminate. The
+    # sizes exceed any 64-bit address space (2**48 bytes and up), so the
+    # allocation fails even where the kernel overcommits memory.
+    if device != "cpu":
+        pytest.skip("the CPU kernels' scratch space")
+    msg = _raises(pf.OutOfMemoryError, "allocate", call, device)
+    assert "out of" in msg
+
+
+# ------------------------------- construction values beyond the dtype
+
+@pytest.mark.parametrize("data, dtype", [
+    ([float("nan")], "int32"), ([float("inf")], "int64"), ([1e20], "int32"), ([-1e20], "int64"),
+    ([2**40], "int32"), ([1, -(2**31) - 1], "int32"), (np.array([2**40]), "int32"), (np.array([np.nan]), "int64"),
+])
+def test_tensor_data_beyond_an_integer_dtype_raises(device, data, dtype):
+    torch, _ = torch_or_skip()
+    if not isinstance(data, np.ndarray):  # torch checks Python numbers (it casts arrays)
+        with pytest.raises((RuntimeError, OverflowError, ValueError)):
+            torch.tensor(data, dtype=getattr(torch, dtype))
+    msg = _raises(ValueError, "tensor", lambda: pf.tensor(data, dtype=getattr(pf, dtype), device=device), device)
+    assert "without overflow" in msg
+
+
+def test_tensor_data_at_the_integer_edges_converts(device):
+    for data, dtype in [([2**31 - 1, -(2**31)], "int32"), ([3.9, -3.9], "int32"), ([2**62], "int64"),
+                        (np.array([True, False]), "int32"), ([], "int32")]:
+        expected = np.array(data).astype(dtype)
+        assert_close(pf.tensor(data, dtype=getattr(pf, dtype), device=device), expected, dtype)
+
+
+def test_clamp_integer_tensor_with_a_bound_beyond_int64_raises(device):
+    torch, _ = torch_or_skip()
+    with pytest.raises((RuntimeError, OverflowError)):  # the type varies by PyTorch version
+        torch.clamp(torch.tensor([1]), 0, 2**70)
+    _raises(ValueError, "clamp", lambda: pf.clamp(pf.tensor([1], device=device), 0, 2**70), device)
+    # A float bound promotes instead (test_compare), an int one within range fits.
+    assert pf.clamp(pf.tensor([1, 5], device=device), min=-(2.0**70)).dtype == pf.float32
+    assert pf.clamp(pf.tensor([1, 5], device=device), max=2**63 - 2**10).numpy().tolist() == [1, 5]
+    _raises(ValueError, "clamp", lambda: pf.clamp(pf.tensor([1.0], device=device), "a"), device)
+
+
+# ------------------------------- integer arguments beyond int64
+
+@pytest.mark.parametrize("call, fn", [
+    (lambda v: pf.topk(pf.ones(3), v), "topk"), (lambda v: pf.multinomial(pf.ones(3), v), "multinomial"),
+    (lambda v: pf.split(pf.ones(4), v), "split"), (lambda v: pf.slice_update(pf.ones(4), pf.ones(1), v), "slice_update"),
+    (lambda v: pf.manual_seed(v * 2), "manual_seed"),
+])
+def test_integer_argument_beyond_int64_is_a_clear_error(device, call, fn):
+    for v in (2**64, -(2**64), 2**100):
+        msg = _raises(ValueError, fn, lambda: call(v), device)
+        assert "range" in msg and "incompatible function arguments" not in msg
+    for v in (1.5, "2", None):
+        _raises(ValueError, fn, lambda: call(v) if fn != "manual_seed" else pf.manual_seed(v), device)
+
+
+def test_manual_seed_takes_torchs_range(device):
+    torch, _ = torch_or_skip()
+    for seed in (-1, -(2**63), 2**64 - 1, np.int64(7)):
+        torch.manual_seed(int(seed))
+        pf.manual_seed(seed)
+    pf.manual_seed(-1)
+    a = pf.rand(4).numpy()
+    pf.manual_seed(2**64 - 1)  # -1 modulo 2**64: the same stream
+    np.testing.assert_array_equal(a, pf.rand(4).numpy())

@@ -11,7 +11,7 @@ import pytest
 
 import pyflame as pf
 import pyflame.nn as nn
-from conftest import ALL_DTYPES, bf16_round
+from conftest import EVERY_DTYPE, bf16_round
 
 pytest.importorskip("safetensors")
 
@@ -37,7 +37,7 @@ def assert_same(a, b):
     np.testing.assert_array_equal(values(a), values(b))
 
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("dtype", EVERY_DTYPE)
 @pytest.mark.parametrize("shape", [(3, 4), (0,), (2, 0, 5), (), (1, 1, 7)])
 def test_tensor_round_trip(tmp_path, dtype, shape):
     t = random_tensor(dtype, shape)
@@ -57,7 +57,7 @@ def test_bfloat16_bits_exact(tmp_path):
 
 
 def test_nested_structure_round_trips_exactly(tmp_path):
-    t = {name: random_tensor(name, (2, 3)) for name in ALL_DTYPES}
+    t = {name: random_tensor(name, (2, 3)) for name in EVERY_DTYPE}
     obj = {
         "model": collections.OrderedDict([("fc.weight", t["float32"]), ("fc.bias", t["bfloat16"])]),
         "optimizer": {
@@ -199,10 +199,10 @@ def test_file_from_safetensors_torch(tmp_path):
         assert str(got.dtype) == name
         want = (src.float() if name == "bfloat16" else src).numpy()
         np.testing.assert_array_equal(values(got), want)
-    assert back["f64"].dtype == pf.float32
-    np.testing.assert_array_equal(back["f64"].numpy(), tensors["f64"].numpy().astype(np.float32))
-    for k in ("u8", "i8", "i16"):
-        assert back[k].dtype == pf.int32
+    assert back["f64"].dtype == pf.float64
+    np.testing.assert_array_equal(back["f64"].numpy(), tensors["f64"].numpy())
+    for k, d in (("u8", pf.uint8), ("i8", pf.int8), ("i16", pf.int16)):
+        assert back[k].dtype == d
         np.testing.assert_array_equal(back[k].numpy(), tensors[k].numpy().astype(np.int32))
     assert tuple(back["empty"].shape) == (0, 3)
 
@@ -212,7 +212,7 @@ def test_file_to_safetensors_torch(tmp_path):
     st = pytest.importorskip("safetensors.torch")
     model = _mlp()
     sd = {f"m.{k}": v for k, v in model.state_dict().items()}
-    sd.update({f"x.{name}": random_tensor(name, (4, 2)) for name in ALL_DTYPES})
+    sd.update({f"x.{name}": random_tensor(name, (4, 2)) for name in EVERY_DTYPE})
     pf.save(sd, tmp_path / "pf.safetensors")
     back = st.load_file(tmp_path / "pf.safetensors")
     assert set(back) == set(sd)
@@ -232,7 +232,7 @@ def test_file_to_safetensors_torch(tmp_path):
 
 
 def test_load_to_gpu(tmp_path, gpu_device):
-    sd = {name: random_tensor(name, (3, 3)) for name in ALL_DTYPES}
+    sd = {name: random_tensor(name, (3, 3)) for name in EVERY_DTYPE}
     pf.save(sd, tmp_path / "g.safetensors")
     back = pf.load(tmp_path / "g.safetensors", device=gpu_device)
     for k, t in sd.items():

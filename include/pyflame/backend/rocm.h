@@ -69,22 +69,6 @@ void set_allow_tf32(bool on);
 bool multi_stream();
 void set_multi_stream(bool on);
 
-// Held by the eval loop around one evaluation: with multi_stream on it hands
-// this thread a bundle per GPU device it touches (taken on first use) and
-// gives them back at the end. finish() waits for the bundles' streams.
-class EvalStreams {
- public:
-  EvalStreams();
-  ~EvalStreams();
-  void finish();
-  EvalStreams(const EvalStreams&) = delete;
-  EvalStreams& operator=(const EvalStreams&) = delete;
-
- private:
-  bool owner_ = false;
-  bool finished_ = false;
-};
-
 // Device memory for a graph node on GPU `device_id`.
 std::shared_ptr<Buffer> allocate_buffer(int device_id, size_t bytes);
 

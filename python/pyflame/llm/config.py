@@ -27,7 +27,9 @@ class ModelConfig:
     qkv_bias: bool = False     # Qwen2, or Llama's attention_bias
     o_bias: bool = False       # Llama's attention_bias
     mlp_bias: bool = False     # Llama's mlp_bias
+    # Query i attends to keys i - W < j <= i (its own included, as Hugging Face's Mistral).
     sliding_window: int = None
+    window_from_layer: int = 0  # layers before this one attend to everything (Qwen2's max_window_layers)
     max_position_embeddings: int = 4096
     eos_token_id: list = field(default_factory=list)
     bos_token_id: int = None
@@ -58,8 +60,13 @@ class ModelConfig:
         eos = [] if eos is None else (list(eos) if isinstance(eos, (list, tuple)) else [eos])
         attention_bias = bool(d.get("attention_bias", False))
         sliding = d.get("sliding_window")
-        if mt == "qwen2" and not d.get("use_sliding_window", False):
-            sliding = None
+        window_from = 0
+        if mt == "qwen2":
+            if not d.get("use_sliding_window", False):
+                sliding = None
+            window_from = int(d.get("max_window_layers", 28))
+        if sliding is not None and int(sliding) <= 0:
+            _fail(f"sliding_window must be positive, got {sliding}")
         cfg = cls(
             model_type=mt, vocab_size=int(d["vocab_size"]), hidden_size=D,
             intermediate_size=int(d["intermediate_size"]),
@@ -72,11 +79,15 @@ class ModelConfig:
             qkv_bias=mt == "qwen2" or attention_bias,
             o_bias=mt == "llama" and attention_bias,
             mlp_bias=mt == "llama" and bool(d.get("mlp_bias", False)),
-            sliding_window=int(sliding) if sliding else None,
+            sliding_window=int(sliding) if sliding else None, window_from_layer=window_from,
             max_position_embeddings=int(d.get("max_position_embeddings", 4096)),
             eos_token_id=eos, bos_token_id=d.get("bos_token_id"))
         cfg.rope_inv_freq()  # validates rope_scaling
         return cfg
+
+    def layer_window(self, layer):
+        """The attention window of a layer (None: the whole sequence)."""
+        return self.sliding_window if layer >= self.window_from_layer else None
 
     def rope_inv_freq(self):
         """The rotary frequencies (head_dim/2 floats), or None for the plain

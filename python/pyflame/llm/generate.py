@@ -31,41 +31,78 @@ def sample_logits(logits, temperature=0.0, top_k=None, top_p=None):
     return pf.gather(idx, -1, choice).reshape([x.shape[0]])
 
 
-def _prompt_list(prompt_ids):
+def _row(ids, what):
+    ids = [int(t) for t in ids]
+    if not ids:
+        raise ValueError(f"[generate] {what} is empty")
+    return ids
+
+
+def _prompts(prompt_ids):
+    """(rows, batched): a 1-d prompt is one row; a list of prompts (or a 2-d
+    tensor) is a batch."""
     if isinstance(prompt_ids, pf.Tensor):
         prompt_ids = prompt_ids.numpy().tolist()
-    ids = [int(t) for t in prompt_ids]
-    if not ids:
-        raise ValueError("[generate] the prompt is empty")
-    return ids
+    prompt_ids = list(prompt_ids)
+    if prompt_ids and all(not isinstance(p, (int, float)) and hasattr(p, "__len__") for p in prompt_ids):
+        return [_row(p, f"prompt {i}") for i, p in enumerate(prompt_ids)], True
+    return [_row(prompt_ids, "the prompt")], False
+
+
+def _stop_set(model, stop):
+    stop = model.config.eos_token_id if stop is None else stop
+    return {int(stop)} if isinstance(stop, int) else {int(s) for s in stop}
 
 
 def stream_generate(model, prompt_ids, max_tokens, temperature=0.0, top_k=None, top_p=None,
                     seed=None, stop=None):
-    """Yields up to max_tokens new token ids (ints) for a 1-d prompt, as they
-    are produced. Prefill runs the whole prompt through the model once; each
-    later token is one decode step on a fixed-capacity KV cache. seed: calls
-    pf.manual_seed(seed) first. stop: a token id or ids that end generation
-    (yielded, then stop); default: the config's eos_token_id."""
-    ids = _prompt_list(prompt_ids)
+    """Yields up to max_tokens new token ids as they are produced.
+
+    prompt_ids: one prompt (a list of ids or a 1-d tensor): yields ints. Or a
+    batch, a list of prompts of any lengths (or a 2-d tensor): yields a list
+    per step with one id per row, None for rows that have finished. Prompts
+    are left-padded to the longest; each row decodes as it would alone.
+
+    Prefill runs the prompts through the model once; each later token is one
+    decode step on a fixed-capacity KV cache. seed: calls pf.manual_seed(seed)
+    first. stop: a token id or ids that end a row (yielded, then the row
+    stops); default: the config's eos_token_id. Generation ends when every
+    row has stopped or after max_tokens steps."""
+    rows, batched = _prompts(prompt_ids)
     if max_tokens <= 0:
         return
-    stop = model.config.eos_token_id if stop is None else stop
-    stop = {int(stop)} if isinstance(stop, int) else {int(s) for s in stop}
+    stop = _stop_set(model, stop)
     if seed is not None:
         pf.manual_seed(int(seed))
-    cache = model.make_cache(1, len(ids) + max_tokens)
-    logits = model([ids], cache)
+    width = max(len(r) for r in rows)
+    pad = [width - len(r) for r in rows]
+    # Padding slots hold token 0; the mask keeps them out of every real row.
+    cache = model.make_cache(len(rows), width + max_tokens, pad if any(pad) else None)
+    logits = model([[0] * p + r for p, r in zip(pad, rows)], cache)
+    done = [False] * len(rows)
     for i in range(max_tokens):
-        last = logits[:, -1, :]
-        tok = int(sample_logits(last, temperature, top_k, top_p).item())
-        yield tok
-        if tok in stop or i + 1 == max_tokens:
+        toks = sample_logits(logits[:, -1, :], temperature, top_k, top_p).numpy().tolist()
+        step = [None if d else t for d, t in zip(done, toks)]
+        yield step if batched else step[0]
+        done = [d or t in stop for d, t in zip(done, toks)]
+        if all(done) or i + 1 == max_tokens:
             return
-        logits = model([[tok]], cache)
+        # Finished rows keep stepping (fixed shapes); their tokens are dropped.
+        logits = model([[t] for t in toks], cache)
 
 
 def generate(model, prompt_ids, max_tokens, temperature=0.0, top_k=None, top_p=None, seed=None,
              stop=None):
-    """The list of new token ids (see stream_generate)."""
-    return list(stream_generate(model, prompt_ids, max_tokens, temperature, top_k, top_p, seed, stop))
+    """The new token ids (see stream_generate): a list for one prompt, a list
+    of lists (one per prompt, each ending at its stop token) for a batch."""
+    rows, batched = _prompts(prompt_ids)
+    steps = stream_generate(model, rows if batched else rows[0], max_tokens, temperature, top_k,
+                            top_p, seed, stop)
+    if not batched:
+        return list(steps)
+    out = [[] for _ in rows]
+    for step in steps:
+        for row, t in zip(out, step):
+            if t is not None:
+                row.append(t)
+    return out

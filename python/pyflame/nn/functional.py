@@ -5,13 +5,17 @@ Most names are the core ops themselves (``F.conv2d is pf.conv2d``), resolved
 when first used, so this module imports even in a build that lacks some of
 them; using a missing one raises AttributeError naming the op. A few are
 defined here: ``linear``, ``softmax``/``log_softmax`` with torch's ``dim``
-argument, ``flatten`` and ``binary_cross_entropy`` (an alias of ``bce_loss``).
+argument, ``flatten`` and ``binary_cross_entropy`` (an alias of ``bce_loss``);
+the activations, ``one_hot``, ``interpolate``, ``normalize``,
+``cosine_similarity`` and the losses of ``_functional_torch``.
 """
 import numbers
 import sys
 import warnings
 
 from .. import _core
+from . import _functional_torch
+from ._functional_torch import *  # noqa: F401,F403  (activations, interpolate, more losses)
 from .parameter import Parameter
 
 # Names forwarded to pf.<name> (torch.nn.functional semantics).
@@ -28,7 +32,7 @@ _FORWARDED = (
 _ALIASES = {"binary_cross_entropy": "bce_loss"}
 
 __all__ = list(_FORWARDED) + list(_ALIASES) + [
-    "linear", "softmax", "log_softmax", "flatten"]
+    "linear", "softmax", "log_softmax", "flatten"] + list(_functional_torch.__all__)
 
 
 def _lookup(name):

@@ -6,6 +6,7 @@
 #include "backend/cpu/kernel_utils.h"
 #include "ir/primitives.h"
 #include "pyflame/backend/rocm.h"
+#include "runtime/backend.h"
 
 namespace pyflame::cpu {
 
@@ -42,6 +43,8 @@ void copy_strided_to_contiguous(const Tensor& src, void* dst) {
 }  // namespace pyflame::cpu
 
 namespace pyflame {
+
+void runtime::copy_host_contiguous(const Tensor& src, void* dst) { cpu::copy_strided_to_contiguous(src, dst); }
 
 // Destination is the host: a same-device copy or a download from a GPU.
 void ToDevice::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {

@@ -58,6 +58,11 @@ void Random::eval_cpu(const std::vector<Tensor>&, Tensor& out) {
         // Unsigned: low + draw may pass through values beyond int64 (a full range).
         return static_cast<T>(static_cast<uint64_t>(low) + random_bits(key, i) % range);
       });
+    } else if constexpr (std::is_same_v<T, double>) {
+      fill_indexed<T>(out, [&](int64_t i) {
+        uint64_t b = random_bits(key, i);
+        return kind == Normal ? normal_f64_from_bits(b) : uniform_f64_from_bits(b);
+      });
     } else {
       fill_indexed<T>(out, [&](int64_t i) {
         uint64_t b = random_bits(key, i);

@@ -49,6 +49,29 @@ void binary_typed(const Tensor& a, const Tensor& b, Tensor& out) {
   });
 }
 
+// One tensor operand and a scalar one (a kernel argument): s op x when
+// scalar_first, else x op s.
+template <BinaryOp Op, typename T, typename R>
+void binary_scalar_typed(const Tensor& x, T s, bool scalar_first, Tensor& out) {
+  R* o = out.data<R>();
+  const T* px = x.data<T>();
+  using A = std::conditional_t<std::is_same_v<T, bool>, int32_t, acc_t<T>>;
+  const A k = A(s);
+  cpu::elementwise_runs<2>(out, {&x}, [&](auto off, int64_t n, auto ls) {
+    R* d = o + off[0];
+    const T* p = px + off[1];
+    auto run = [&](auto f) {
+      if (ls[1] == 1) {
+        for (int64_t i = 0; i < n; ++i) d[i] = f(p[i]);
+      } else {
+        for (int64_t i = 0; i < n; ++i) d[i] = f(p[i * ls[1]]);
+      }
+    };
+    if (scalar_first) run([k](T v) { return R(binary_apply<Op>(k, A(v))); });
+    else run([k](T v) { return R(binary_apply<Op>(A(v), k)); });
+  });
+}
+
 template <typename T>
 void where_typed(const Tensor& c, const Tensor& a, const Tensor& b, Tensor& out) {
   T* o = out.data<T>();
@@ -120,14 +143,20 @@ void Binary::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
     constexpr BinaryOp O = decltype(opc)::value;
     cpu::dispatch(in[0].dtype(), [&](auto tag) {
       using T = decltype(tag);
-      if constexpr (O == BinaryOp::Pow && std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      using R = std::conditional_t<is_comparison(O), bool, T>;
+      if (has_scalar()) {
+        // A scalar exponent was checked when the op was recorded.
+        if constexpr (O == BinaryOp::Pow && std::is_integral_v<T> && std::is_signed_v<T>) {
+          if (scalar_side == 0) check_int_exponents<T>(in[0]);
+        }
+        const T s = T(static_cast<acc_t<T>>(scalar));  // as Full::eval_cpu stores it
+        binary_scalar_typed<O, T, R>(in[0], s, scalar_side == 0, out);
+        return;
+      }
+      if constexpr (O == BinaryOp::Pow && std::is_integral_v<T> && std::is_signed_v<T>) {
         check_int_exponents<T>(in[1]);
       }
-      if constexpr (is_comparison(O)) {
-        binary_typed<O, T, bool>(in[0], in[1], out);
-      } else {
-        binary_typed<O, T, T>(in[0], in[1], out);
-      }
+      binary_typed<O, T, R>(in[0], in[1], out);
     });
   });
 }

@@ -6,13 +6,17 @@
 #include <type_traits>
 
 #include "backend/cpu/kernel_utils.h"
+#include "backend/elementwise_math.h"
 
 namespace pyflame::cpu {
 
-// Conversion through a wide type: 16-bit floats via float, others direct.
+// Conversion through a wide type: 16-bit floats via float, floats to 8- and
+// 16-bit integers via int64 (float_to_small_int), others direct.
 template <typename From, typename To>
 To convert(From v) {
-  if constexpr (std::is_same_v<To, bool>) return static_cast<float>(v) != 0.0f;
+  constexpr bool from_float = is_half_v<From> || std::is_floating_point_v<From>;
+  if constexpr (std::is_same_v<To, bool>) return static_cast<acc_t<From>>(v) != acc_t<From>(0);
+  else if constexpr (from_float && std::is_integral_v<To> && sizeof(To) <= 2) return float_to_small_int<To>(acc_t<From>(v));
   else if constexpr (is_half_v<From> || is_half_v<To>) return To(static_cast<float>(v));
   else return static_cast<To>(v);
 }

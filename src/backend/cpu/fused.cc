@@ -137,8 +137,9 @@ ScalarVal scalar_value(double v, Dtype t) {
   return s;
 }
 
+// Bytes of a dtype's arithmetic type (16-bit floats compute in float).
 size_t acc_size(Dtype t) {
-  return t == Dtype::Bool ? 1 : t == Dtype::Int64 ? 8 : 4;
+  return t == Dtype::Float16 || t == Dtype::BFloat16 ? 4 : itemsize(t);
 }
 
 // One step over one block; returns where its values are.

@@ -156,11 +156,13 @@ void Pad::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
 void Dropout::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
   const Tensor& x = in[0];
   const uint64_t thr = threshold();
-  const float sc = scale();
   const Strides os = row_major_strides(out.shape());
   cpu::Layout<2> L = cpu::collapse<2>(out.shape(), {&os, &x.strides()});
   cpu::dispatch_float(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
+    using A = cpu::acc_float_t<T>;
+    // float64 scales by 1/(1-p) in double; the others by its float rounding.
+    const A sc = std::is_same_v<T, double> ? A(1.0 / (1.0 - p)) : A(scale());
     const T* px = x.data<T>();
     T* po = out.data<T>();
     cpu::parallel_for(out.size(), cpu::kGrain, [&](int64_t b, int64_t e) {
@@ -168,7 +170,7 @@ void Dropout::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
         for (int64_t i = 0; i < n; ++i) {
           const int64_t o = off[0] + i * ls[0];  // row-major: the element's index
           const bool keep = (random_bits(key, static_cast<uint64_t>(o)) >> 40) >= thr;
-          po[o] = T(static_cast<float>(px[off[1] + i * ls[1]]) * (keep ? sc : 0.0f));
+          po[o] = T(static_cast<A>(px[off[1] + i * ls[1]]) * (keep ? sc : A(0)));
         }
       });
     });
@@ -179,7 +181,8 @@ void Dropout::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
 // is a set of coordinates off `axis` and off the last axis, times a block of
 // the last axis (when that is not `axis`), so writes stay contiguous. Each
 // unit sums in index order in float (the float32 output itself, or a
-// buffer for 16-bit outputs, which round once): deterministic.
+// buffer for 16-bit outputs, which round once; float64 sums in double in
+// the output): deterministic.
 void ScatterAdd::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
   const Tensor &src = in[0], &index = in[1];
   const int nd = index.ndim();
@@ -209,7 +212,9 @@ void ScatterAdd::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
       const int64_t s_step = src.strides()[axis], i_step = index.strides()[axis];
       const int64_t grain = std::max<int64_t>(1, cpu::kGrain / ((K + M) * std::min(L, kBlock)));
       cpu::parallel_for(outer * blocks, grain, [&](int64_t b, int64_t e) {
-        std::vector<float> acc(std::is_same_v<T, float> ? 0 : K * std::min(L, kBlock));
+        using A = cpu::acc_float_t<T>;
+        constexpr bool direct = std::is_same_v<T, A>;  // float32, float64
+        std::vector<float> acc(direct ? 0 : K * std::min(L, kBlock));
         for (int64_t u = b; u < e; ++u) {
           const int64_t t0 = (u % blocks) * kBlock, bw = std::min(kBlock, L - t0);
           int64_t rem = u / blocks;
@@ -222,9 +227,10 @@ void ScatterAdd::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
             i_off += c * index.strides()[d];
             o_off += c * os[d];
           }
-          // float32 sums straight into the (zeroed) output; 16-bit into acc.
-          constexpr bool direct = std::is_same_v<T, float>;
-          float* a = direct ? reinterpret_cast<float*>(po + o_off) : acc.data();
+          // float32 and float64 sum straight into the (zeroed) output; 16-bit into acc.
+          A* a;
+          if constexpr (direct) a = po + o_off;
+          else a = acc.data();
           const int64_t a_row = direct ? os[axis] : bw;
           if (!direct) std::fill(acc.begin(), acc.begin() + K * bw, 0.0f);
           for (int64_t k = 0; k < M; ++k) {
@@ -237,7 +243,7 @@ void ScatterAdd::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
                 bad.store(true, std::memory_order_relaxed);
                 continue;
               }
-              a[j * a_row + t] += static_cast<float>(psk[t * s_last]);
+              a[j * a_row + t] += static_cast<A>(psk[t * s_last]);
             }
           }
           if constexpr (!direct) {
@@ -273,8 +279,8 @@ void PadGrad::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
         for (int64_t k = 0; k < cnt; ++k) {
           const int64_t o = off[0] + k * ls[0];  // row-major: the element's index
           const T* line = pc + off[1] + k * ls[1];
-          float acc = 0.0f;
-          auto add = [&](int64_t j) { acc += static_cast<float>(line[j * c_step]); };
+          cpu::acc_float_t<T> acc = 0;
+          auto add = [&](int64_t j) { acc += static_cast<cpu::acc_float_t<T>>(line[j * c_step]); };
           for_each_pad_preimage(md, (o / inner) % n, l, n, m, add);
           po[o] = T(acc);
         }

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <exception>
+#include <mutex>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -13,7 +15,9 @@
 #include "backend/dispatch.h"
 #include "backend/layout.h"
 #include "core/half.h"
+#include "pyflame/checked.h"
 #include "pyflame/tensor.h"
+#include "runtime/allocator.h"
 
 namespace pyflame::cpu {
 
@@ -25,6 +29,10 @@ constexpr bool is_half_v = std::is_same_v<T, half_t> || std::is_same_v<T, bf16_t
 // Arithmetic type for an element type: 16-bit floats compute in float.
 template <typename T>
 using acc_t = std::conditional_t<is_half_v<T>, float, T>;
+
+// Arithmetic type of the float kernels: double for float64, float otherwise.
+template <typename T>
+using acc_float_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 // Calls f(T{}) with T the element type of `t` (16-bit floats as our storage types).
 template <typename F>
@@ -45,14 +53,39 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
     f(int64_t{0}, n);
     return;
   }
+  // An exception leaving an OpenMP region terminates the process: the first
+  // one (an OutOfMemoryError from scratch space, say) is rethrown after it.
+  std::exception_ptr error;
+  std::once_flag first;
 #pragma omp parallel num_threads(nt)
   {
     // Even chunks without computing n * t, which could overflow for huge n.
     const int t = omp_get_thread_num();
     const int64_t q = n / nt, r = n % nt;
-    f(t * q + std::min<int64_t>(t, r), (t + 1) * q + std::min<int64_t>(t + 1, r));
+    try {
+      f(t * q + std::min<int64_t>(t, r), (t + 1) * q + std::min<int64_t>(t + 1, r));
+    } catch (...) {
+      std::call_once(first, [&] { error = std::current_exception(); });
+    }
   }
+  if (error) std::rethrow_exception(error);
 }
+
+// Host scratch of n elements from the tensor allocator. For sizes taken from
+// an input that may be a broadcast view far larger than memory: one that
+// cannot be satisfied is pf.OutOfMemoryError (operator new would abort
+// under AddressSanitizer), and n * sizeof(T) is checked.
+template <typename T>
+class Scratch {
+ public:
+  explicit Scratch(int64_t n)
+      : buf_(allocate(Device::cpu(), static_cast<size_t>(checked_mul(n, sizeof(T), "allocate", "scratch bytes")))) {}
+  T* data() const { return static_cast<T*>(buf_->ptr); }
+  T& operator[](int64_t i) const { return data()[i]; }
+
+ private:
+  std::shared_ptr<Buffer> buf_;
+};
 
 // Visits the linear range [begin, end) of the layout as runs along the last
 // axis: fn(offsets, run_length, last_axis_strides), offsets in elements.

@@ -77,8 +77,9 @@ void Attention::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
     const T* pv = v.data<T>();
     T* po = out.data<T>();
     cpu::parallel_for(rows, std::max<int64_t>(1, cpu::kGrain / work), [&](int64_t rb, int64_t re) {
-      std::vector<float> qf(D), sc(Sk);
-      std::vector<double> acc(Dv);
+      // Sk, D, Dv may come from broadcast views larger than memory.
+      cpu::Scratch<float> qf(D), sc(Sk);
+      cpu::Scratch<double> acc(Dv);
       for (int64_t r = rb; r < re; ++r) {
         const int64_t i = r % Sq, h = (r / Sq) % H, b = r / (Sq * H), hk = h / G;
         int64_t nk = Sk;
@@ -104,7 +105,7 @@ void Attention::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
           mx = std::max(mx, s);
         }
         if (nan) mx = std::numeric_limits<float>::quiet_NaN();
-        std::fill(acc.begin(), acc.end(), 0.0);
+        std::fill(acc.data(), acc.data() + Dv, 0.0);
         double sum = 0.0;
         for (int64_t j = 0; j < nk; ++j) {
           const double p = std::exp(static_cast<double>(sc[j]) - mx);

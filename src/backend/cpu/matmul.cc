@@ -1,8 +1,10 @@
-// Matmul through OpenBLAS sgemm. 16-bit floats are widened to float32
-// (fp32 accumulation, as on the GPU); integers use a plain loop.
+// Matmul through OpenBLAS sgemm (dgemm for float64). 16-bit floats are
+// widened to float32 (fp32 accumulation, as on the GPU); integers use a plain
+// loop.
 #include <algorithm>
 #include <cblas.h>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "backend/cpu/kernel_utils.h"
@@ -26,22 +28,25 @@ std::vector<int64_t> batch_offsets(const Tensor& t) {
   return offs;
 }
 
-// float32 copy of a tensor (row-major) for the 16-bit and strided paths.
-std::vector<float> to_float_rows(const Tensor& t) {
-  std::vector<float> v(t.size());
+// Row-major copy of a tensor in the BLAS type S, for the 16-bit and strided
+// paths; a broadcast operand may be larger than memory (then OutOfMemoryError).
+template <typename S>
+cpu::Scratch<S> to_blas_rows(const Tensor& t) {
+  cpu::Scratch<S> v(t.size());
   cpu::dispatch(t.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* p = t.data<T>();
     Strides dst = row_major_strides(t.shape());
     cpu::Layout<2> L = cpu::collapse<2>(t.shape(), {&dst, &t.strides()});
     cpu::for_each_run<2>(L, 0, t.size(), [&](auto off, int64_t n, auto ls) {
-      for (int64_t i = 0; i < n; ++i) v[off[0] + i] = static_cast<float>(p[off[1] + i * ls[1]]);
+      for (int64_t i = 0; i < n; ++i) v[off[0] + i] = static_cast<S>(p[off[1] + i * ls[1]]);
     });
   });
   return v;
 }
 
-void sgemm_batched(const Tensor& a, const Tensor& b, float* c, const float* pa, const float* pb,
+template <typename S>
+void gemm_batched(const Tensor& a, const Tensor& b, S* c, const S* pa, const S* pb,
                    const Strides& sa, const Strides& sb, const std::vector<int64_t>& oa,
                    const std::vector<int64_t>& ob) {
   const int nd = a.ndim();
@@ -57,17 +62,21 @@ void sgemm_batched(const Tensor& a, const Tensor& b, float* c, const float* pa, 
                                             " exceeds the CPU BLAS limit of 2^31 - 1"));
     }
   }
+  const auto opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
   for (size_t i = 0; i < oa.size(); ++i) {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M,
-                N, K, 1.0f, pa + oa[i], lda, pb + ob[i], ldb, 0.0f, c + i * M * N, N);
+    if constexpr (std::is_same_v<S, double>) {
+      cblas_dgemm(CblasRowMajor, opa, opb, M, N, K, 1.0, pa + oa[i], lda, pb + ob[i], ldb, 0.0, c + i * M * N, N);
+    } else {
+      cblas_sgemm(CblasRowMajor, opa, opb, M, N, K, 1.0f, pa + oa[i], lda, pb + ob[i], ldb, 0.0f, c + i * M * N, N);
+    }
   }
 }
 
-bool blas_ready(const Tensor& t) {
+bool blas_ready(const Tensor& t, Dtype blas) {
   int nd = t.ndim();
   bool tr;
   int64_t ld;
-  return t.dtype() == Dtype::Float32 &&
+  return t.dtype() == blas &&
          matrix_layout(t.shape()[nd - 2], t.shape()[nd - 1], t.strides()[nd - 2],
                      t.strides()[nd - 1], tr, ld);
 }
@@ -93,13 +102,53 @@ void matmul_int(const Tensor& a, const Tensor& b, Tensor& out) {
   }
 }
 
+// Floating matmul in the BLAS type S (float, or double for float64).
+template <typename S>
+void matmul_float(const Tensor& a, const Tensor& b, Tensor& out) {
+  // Operands already of type S in a BLAS-compatible layout go straight to
+  // gemm; others are first copied to row-major S.
+  constexpr Dtype kBlas = std::is_same_v<S, double> ? Dtype::Float64 : Dtype::Float32;
+  std::optional<cpu::Scratch<S>> fa, fb;
+  const S* pa;
+  const S* pb;
+  Strides sa = a.strides(), sb = b.strides();
+  std::vector<int64_t> oa = batch_offsets(a), ob = batch_offsets(b);
+  auto prepare = [](const Tensor& t, std::optional<cpu::Scratch<S>>& buf, const S*& p, Strides& st,
+                    std::vector<int64_t>& offs) {
+    if (blas_ready(t, kBlas)) {
+      p = t.data<S>();
+      return;
+    }
+    buf = to_blas_rows<S>(t);
+    p = buf->data();
+    st = row_major_strides(t.shape());
+    int64_t mat = t.shape()[t.ndim() - 2] * t.shape()[t.ndim() - 1];
+    for (size_t i = 0; i < offs.size(); ++i) offs[i] = static_cast<int64_t>(i) * mat;
+  };
+  prepare(a, fa, pa, sa, oa);
+  prepare(b, fb, pb, sb, ob);
+  if (out.dtype() == kBlas) {
+    gemm_batched<S>(a, b, out.data<S>(), pa, pb, sa, sb, oa, ob);
+    return;
+  }
+  cpu::Scratch<S> c(out.size());
+  gemm_batched<S>(a, b, c.data(), pa, pb, sa, sb, oa, ob);
+  cpu::dispatch_float(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* o = out.data<T>();
+    for (int64_t i = 0; i < out.size(); ++i) o[i] = T(c[i]);
+  });
+}
+
 }  // namespace
 
 void Matmul::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
   const Tensor &a = in[0], &b = in[1];
   if (is_integral(out.dtype())) {
-    if (out.dtype() == Dtype::Int32) matmul_int<int32_t>(a, b, out);
-    else matmul_int<int64_t>(a, b, out);
+    cpu::dispatch(out.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) matmul_int<T>(a, b, out);
+    });
     return;
   }
   const int nd = a.ndim();
@@ -110,38 +159,8 @@ void Matmul::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
     });
     return;
   }
-  // float32 operands in a BLAS-compatible layout go straight to sgemm;
-  // others are first copied to row-major float32.
-  std::vector<float> fa, fb;
-  const float* pa;
-  const float* pb;
-  Strides sa = a.strides(), sb = b.strides();
-  std::vector<int64_t> oa = batch_offsets(a), ob = batch_offsets(b);
-  auto prepare = [](const Tensor& t, std::vector<float>& buf, const float*& p, Strides& st,
-                    std::vector<int64_t>& offs) {
-    if (blas_ready(t)) {
-      p = t.data<float>();
-      return;
-    }
-    buf = to_float_rows(t);
-    p = buf.data();
-    st = row_major_strides(t.shape());
-    int64_t mat = t.shape()[t.ndim() - 2] * t.shape()[t.ndim() - 1];
-    for (size_t i = 0; i < offs.size(); ++i) offs[i] = static_cast<int64_t>(i) * mat;
-  };
-  prepare(a, fa, pa, sa, oa);
-  prepare(b, fb, pb, sb, ob);
-  if (out.dtype() == Dtype::Float32) {
-    sgemm_batched(a, b, out.data<float>(), pa, pb, sa, sb, oa, ob);
-    return;
-  }
-  std::vector<float> c(out.size());
-  sgemm_batched(a, b, c.data(), pa, pb, sa, sb, oa, ob);
-  cpu::dispatch_float(out.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    T* o = out.data<T>();
-    for (int64_t i = 0; i < out.size(); ++i) o[i] = T(c[i]);
-  });
+  if (out.dtype() == Dtype::Float64) matmul_float<double>(a, b, out);
+  else matmul_float<float>(a, b, out);
 }
 
 }  // namespace pyflame

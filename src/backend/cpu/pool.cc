@@ -50,9 +50,9 @@ struct AvgWindow {
 // order, NaN taking over (PyTorch's choice), as the value (-inf when the
 // window holds no input) and the offset in the plane (-1).
 template <typename T>
-std::pair<float, int64_t> window_max(const cpu::Geom3& G, const T* xp, int64_t z0, int64_t y0,
+std::pair<cpu::acc_float_t<T>, int64_t> window_max(const cpu::Geom3& G, const T* xp, int64_t z0, int64_t y0,
                                      int64_t x0) {
-  float m = -std::numeric_limits<float>::infinity();
+  cpu::acc_float_t<T> m = -std::numeric_limits<cpu::acc_float_t<T>>::infinity();
   int64_t arg = -1;
   for (int64_t a = 0; a < G.k[0]; ++a) {
     const int64_t iz = z0 + a * G.d[0];
@@ -64,7 +64,7 @@ std::pair<float, int64_t> window_max(const cpu::Geom3& G, const T* xp, int64_t z
       for (int64_t c = 0; c < G.k[2]; ++c) {
         const int64_t ix = x0 + c * G.d[2];
         if (ix < 0 || ix >= G.in[2]) continue;
-        const float v = static_cast<float>(xp[row + ix]);
+        const cpu::acc_float_t<T> v = static_cast<cpu::acc_float_t<T>>(xp[row + ix]);
         if (arg < 0 || v > m || std::isnan(v)) m = v, arg = row + ix;
       }
     }
@@ -97,10 +97,10 @@ void pool_typed(const Pool& P, const Tensor& x, Tensor& out) {
           for (int64_t iz = w.za; iz < w.zb; ++iz) {
             for (int64_t iy = w.ya; iy < w.yb; ++iy) {
               const T* row = xp + (iz * G.in[1] + iy) * G.in[2];
-              for (int64_t ix = w.xa; ix < w.xb; ++ix) sum += static_cast<float>(row[ix]);
+              for (int64_t ix = w.xa; ix < w.xb; ++ix) sum += static_cast<cpu::acc_float_t<T>>(row[ix]);
             }
           }
-          yp[ox] = T(static_cast<float>(sum / static_cast<double>(w.divisor)));
+          yp[ox] = T(static_cast<cpu::acc_float_t<T>>(sum / static_cast<double>(w.divisor)));
         }
       }
     }
@@ -128,18 +128,18 @@ void adaptive_typed(const Tensor& x, Tensor& out, bool is_max) {
       for (int64_t ox = 0; ox < o[2]; ++ox) {
         const int64_t xa = lo(ox, in[2], o[2]), xb = hi(ox, in[2], o[2]);
         double sum = 0.0;
-        float m = -std::numeric_limits<float>::infinity();
+        cpu::acc_float_t<T> m = -std::numeric_limits<cpu::acc_float_t<T>>::infinity();
         for (int64_t iz = za; iz < zb; ++iz) {
           for (int64_t iy = ya; iy < yb; ++iy) {
             const T* row = xp + (iz * in[1] + iy) * in[2];
             for (int64_t ix = xa; ix < xb; ++ix) {
-              const float v = static_cast<float>(row[ix]);
+              const cpu::acc_float_t<T> v = static_cast<cpu::acc_float_t<T>>(row[ix]);
               sum += v;
               if (v > m || std::isnan(v)) m = v;
             }
           }
         }
-        yp[ox] = is_max ? T(m) : T(static_cast<float>(sum / static_cast<double>((zb - za) * (yb - ya) * (xb - xa))));
+        yp[ox] = is_max ? T(m) : T(static_cast<cpu::acc_float_t<T>>(sum / static_cast<double>((zb - za) * (yb - ya) * (xb - xa))));
       }
     }
   });
@@ -147,16 +147,17 @@ void adaptive_typed(const Tensor& x, Tensor& out, bool is_max) {
 
 // The input gradient, one (n, c) plane per task (windows overlap only
 // within a plane): max sends each output's cotangent to its window's
-// argmax, average spreads it over the window, accumulating in float.
+// argmax, average spreads it over the window, accumulating in float
+// (double for float64).
 // Input gradients: for each (N*C) plane, scatter(plane, acc) adds the
-// plane's output cotangents into a zeroed float32 accumulator of the input
+// plane's output cotangents into a zeroed float32 (float64: double) accumulator of the input
 // plane's size, which is then stored into dx.
 template <typename T, typename F>
 void scatter_planes(int64_t planes, int64_t ivol, T* ds, F&& scatter) {
   cpu::parallel_for(planes, 1, [&](int64_t pb, int64_t pe) {
-    std::vector<float> acc(ivol);
+    std::vector<cpu::acc_float_t<T>> acc(ivol);
     for (int64_t plane = pb; plane < pe; ++plane) {
-      std::fill(acc.begin(), acc.end(), 0.0f);
+      std::fill(acc.begin(), acc.end(), cpu::acc_float_t<T>(0));
       scatter(plane, acc.data());
       T* dp = ds + plane * ivol;
       for (int64_t i = 0; i < ivol; ++i) dp[i] = T(acc[i]);
@@ -172,23 +173,23 @@ void pool_grad_typed(const Pool& P, const Tensor& x, const Tensor& gy, Tensor& d
   const T* gs = gy.data<T>();
   T* ds = dx.data<T>();
   const bool is_max = P.kind == PoolKind::Max;
-  scatter_planes(planes, ivol, ds, [&](int64_t plane, float* acc) {
+  scatter_planes(planes, ivol, ds, [&](int64_t plane, cpu::acc_float_t<T>* acc) {
     const T* xp = xs + plane * ivol;
     const T* gp = gs + plane * ovol;
     for (int64_t o = 0; o < ovol; ++o) {
       const int64_t ox = o % G.out[2], oy = (o / G.out[2]) % G.out[1], oz = o / (G.out[2] * G.out[1]);
       const int64_t z0 = oz * G.s[0] - G.p[0], y0 = oy * G.s[1] - G.p[1], x0 = ox * G.s[2] - G.p[2];
-      const float g = static_cast<float>(gp[o]);
+      const cpu::acc_float_t<T> g = static_cast<cpu::acc_float_t<T>>(gp[o]);
       if (is_max) {
         const int64_t arg = window_max(G, xp, z0, y0, x0).second;
         if (arg >= 0) acc[arg] += g;
       } else {
         const AvgWindow w(P, G, z0, y0, x0);
         if (w.inside == 0) continue;
-        const float share = g / static_cast<float>(w.divisor);
+        const cpu::acc_float_t<T> share = g / static_cast<cpu::acc_float_t<T>>(w.divisor);
         for (int64_t iz = w.za; iz < w.zb; ++iz) {
           for (int64_t iy = w.ya; iy < w.yb; ++iy) {
-            float* row = acc + (iz * G.in[1] + iy) * G.in[2];
+            cpu::acc_float_t<T>* row = acc + (iz * G.in[1] + iy) * G.in[2];
             for (int64_t ix = w.xa; ix < w.xb; ++ix) row[ix] += share;
           }
         }
@@ -208,7 +209,7 @@ void adaptive_grad_typed(const Tensor& x, const Tensor& gy, Tensor& dx, bool is_
   T* ds = dx.data<T>();
   auto lo = [](int64_t i, int64_t I, int64_t O) { return (i * I) / O; };
   auto hi = [](int64_t i, int64_t I, int64_t O) { return ((i + 1) * I + O - 1) / O; };
-  scatter_planes(planes, ivol, ds, [&](int64_t plane, float* acc) {
+  scatter_planes(planes, ivol, ds, [&](int64_t plane, cpu::acc_float_t<T>* acc) {
     const T* xp = xs + plane * ivol;
     const T* gp = gs + plane * ovol;
     for (int64_t q = 0; q < ovol; ++q) {
@@ -216,25 +217,25 @@ void adaptive_grad_typed(const Tensor& x, const Tensor& gy, Tensor& dx, bool is_
       const int64_t za = lo(oz, in[0], o[0]), zb = hi(oz, in[0], o[0]);
       const int64_t ya = lo(oy, in[1], o[1]), yb = hi(oy, in[1], o[1]);
       const int64_t xa = lo(ox, in[2], o[2]), xb = hi(ox, in[2], o[2]);
-      const float g = static_cast<float>(gp[q]);
+      const cpu::acc_float_t<T> g = static_cast<cpu::acc_float_t<T>>(gp[q]);
       if (is_max) {
         int64_t arg = -1;
-        float m = 0.0f;
+        cpu::acc_float_t<T> m = cpu::acc_float_t<T>(0);
         for (int64_t iz = za; iz < zb; ++iz) {
           for (int64_t iy = ya; iy < yb; ++iy) {
             for (int64_t ix = xa; ix < xb; ++ix) {
               const int64_t at = (iz * in[1] + iy) * in[2] + ix;
-              const float v = static_cast<float>(xp[at]);
+              const cpu::acc_float_t<T> v = static_cast<cpu::acc_float_t<T>>(xp[at]);
               if (arg < 0 || v > m || std::isnan(v)) m = v, arg = at;
             }
           }
         }
         if (arg >= 0) acc[arg] += g;
       } else {
-        const float share = g / static_cast<float>((zb - za) * (yb - ya) * (xb - xa));
+        const cpu::acc_float_t<T> share = g / static_cast<cpu::acc_float_t<T>>((zb - za) * (yb - ya) * (xb - xa));
         for (int64_t iz = za; iz < zb; ++iz) {
           for (int64_t iy = ya; iy < yb; ++iy) {
-            float* row = acc + (iz * in[1] + iy) * in[2];
+            cpu::acc_float_t<T>* row = acc + (iz * in[1] + iy) * in[2];
             for (int64_t ix = xa; ix < xb; ++ix) row[ix] += share;
           }
         }

@@ -69,7 +69,7 @@ void reduce_typed(const Tensor& x, Tensor& out, const std::vector<int>& axes) {
     return acc;
   };
   auto finish = [&](A acc) -> R {
-    if constexpr (Op == ReduceOp::Mean) return R(static_cast<float>(acc / static_cast<double>(n_in)));
+    if constexpr (Op == ReduceOp::Mean) return R(static_cast<cpu::acc_t<R>>(acc / static_cast<double>(n_in)));
     else return R(static_cast<cpu::acc_t<R>>(acc));
   };
 

@@ -10,6 +10,7 @@ namespace pyflame {
 namespace {
 template <typename T>
 void softmax_typed(const Tensor& x, Tensor& out, bool log) {
+  using F = cpu::acc_float_t<T>;  // float64 stays double
   const int64_t cols = x.shape().back();
   const int64_t rows = x.size() / cols;
   const T* p = x.data<T>();
@@ -18,19 +19,19 @@ void softmax_typed(const Tensor& x, Tensor& out, bool log) {
     for (int64_t r = b; r < e; ++r) {
       const T* s = p + r * cols;
       T* d = o + r * cols;
-      float mx = -INFINITY;
-      for (int64_t i = 0; i < cols; ++i) mx = std::fmax(mx, float(s[i]));
-      if (std::isnan(float(s[0])) || mx != mx) mx = NAN;
+      F mx = -INFINITY;
+      for (int64_t i = 0; i < cols; ++i) mx = std::fmax(mx, F(s[i]));
+      if (std::isnan(F(s[0])) || mx != mx) mx = NAN;
       double sum = 0;
-      for (int64_t i = 0; i < cols; ++i) sum += std::exp(float(s[i]) - mx);
+      for (int64_t i = 0; i < cols; ++i) sum += std::exp(F(s[i]) - mx);
       if (log) {
         // (x - max) - log(sum), not x - (max + log(sum)): with a large max
         // the sum max + log(sum) would round log(sum) away.
-        const float log_sum = static_cast<float>(std::log(sum));
-        for (int64_t i = 0; i < cols; ++i) d[i] = T((float(s[i]) - mx) - log_sum);
+        const F log_sum = static_cast<F>(std::log(sum));
+        for (int64_t i = 0; i < cols; ++i) d[i] = T((F(s[i]) - mx) - log_sum);
       } else {
-        float inv = static_cast<float>(1.0 / sum);
-        for (int64_t i = 0; i < cols; ++i) d[i] = T(std::exp(float(s[i]) - mx) * inv);
+        F inv = static_cast<F>(1.0 / sum);
+        for (int64_t i = 0; i < cols; ++i) d[i] = T(std::exp(F(s[i]) - mx) * inv);
       }
     }
   });

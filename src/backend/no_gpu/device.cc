@@ -2,6 +2,7 @@
 // clear RuntimeError wherever one is required.
 #include "pyflame/backend/rocm.h"
 #include "pyflame/errors.h"
+#include "runtime/backend.h"
 
 namespace pyflame::backend::rocm {
 
@@ -40,9 +41,17 @@ bool g_multi_stream = false;
 }
 bool multi_stream() { return g_multi_stream; }
 void set_multi_stream(bool on) { g_multi_stream = on; }
-EvalStreams::EvalStreams() = default;
-EvalStreams::~EvalStreams() = default;
-void EvalStreams::finish() {}
 void set_allow_tf32(bool) { unavailable("set_allow_tf32"); }
 
 }  // namespace pyflame::backend::rocm
+
+// The runtime seam without a GPU: no device state, nothing to wait for.
+namespace pyflame::runtime {
+GpuEvaluation::GpuEvaluation() = default;
+GpuEvaluation::~GpuEvaluation() = default;
+void GpuEvaluation::finish() {}
+size_t GpuEvaluation::checks_made() const { return 0; }
+std::shared_ptr<Buffer> allocate_gpu(int, size_t) {
+  throw RuntimeError(errmsg("allocate", "ROCm is not available: this build has no GPU backend"));
+}
+}  // namespace pyflame::runtime

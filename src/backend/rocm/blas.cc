@@ -16,6 +16,7 @@ rocblas_datatype type_of(Dtype d) {
   switch (d) {
     case Dtype::Float16: return rocblas_datatype_f16_r;
     case Dtype::BFloat16: return rocblas_datatype_bf16_r;
+    case Dtype::Float64: return rocblas_datatype_f64_r;
     default: return rocblas_datatype_f32_r;
   }
 }
@@ -25,6 +26,7 @@ cudaDataType_t type_of(Dtype d) {
   switch (d) {
     case Dtype::Float16: return CUDA_R_16F;
     case Dtype::BFloat16: return CUDA_R_16BF;
+    case Dtype::Float64: return CUDA_R_64F;
     default: return CUDA_R_32F;
   }
 }
@@ -32,7 +34,7 @@ cudaDataType_t type_of(Dtype d) {
 
 void check_dtype(Dtype d) {
   if (!is_floating(d)) {
-    throw ValueError(errmsg("gemm", std::string("BLAS supports float32, float16 and bfloat16, not ") +
+    throw ValueError(errmsg("gemm", std::string("BLAS supports float64, float32, float16 and bfloat16, not ") +
                                         dtype_name(d)));
   }
 }
@@ -80,15 +82,23 @@ void ROCmBLAS::gemm_ex(Dtype dtype, Trans ta, Trans tb, int M, int N, int K, flo
   std::lock_guard lk(ctx_->blas_mu);
   DeviceGuard g(ctx_->device);
   const auto t = type_of(dtype);
+  // float64 computes in double, with alpha and beta as doubles (the scalars'
+  // type follows the compute type); the others accumulate in float32.
+  const bool f64 = dtype == Dtype::Float64;
+  const double alpha64 = alpha, beta64 = beta;
+  const void* pa = f64 ? static_cast<const void*>(&alpha64) : &alpha;
+  const void* pb = f64 ? static_cast<const void*>(&beta64) : &beta;
 #if defined(__HIP_PLATFORM_AMD__)
-  PF_BLAS_CHECK(rocblas_gemm_strided_batched_ex(ctx_->blas, op(ta), op(tb), M, N, K, &alpha, A, t, lda, sa, B, t,
-                                                ldb, sb, &beta, C, t, ldc, sc, C, t, ldc, sc, batch,
-                                                rocblas_datatype_f32_r, rocblas_gemm_algo_standard, 0, 0));
+  PF_BLAS_CHECK(rocblas_gemm_strided_batched_ex(ctx_->blas, op(ta), op(tb), M, N, K, pa, A, t, lda, sa, B, t,
+                                                ldb, sb, pb, C, t, ldc, sc, C, t, ldc, sc, batch,
+                                                f64 ? rocblas_datatype_f64_r : rocblas_datatype_f32_r,
+                                                rocblas_gemm_algo_standard, 0, 0));
 #else
-  const cublasComputeType_t compute =
-      dtype == Dtype::Float32 && allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  PF_BLAS_CHECK(cublasGemmStridedBatchedEx(ctx_->blas, op(ta), op(tb), M, N, K, &alpha, A, t, lda, sa, B, t, ldb,
-                                           sb, &beta, C, t, ldc, sc, batch, compute, CUBLAS_GEMM_DEFAULT));
+  const cublasComputeType_t compute = f64 ? CUBLAS_COMPUTE_64F
+                                      : dtype == Dtype::Float32 && allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                                                : CUBLAS_COMPUTE_32F;
+  PF_BLAS_CHECK(cublasGemmStridedBatchedEx(ctx_->blas, op(ta), op(tb), M, N, K, pa, A, t, lda, sa, B, t, ldb,
+                                           sb, pb, C, t, ldc, sc, batch, compute, CUBLAS_GEMM_DEFAULT));
 #endif
 }
 
@@ -116,16 +126,15 @@ void ROCmBLAS::geam(Trans ta, Trans tb, int M, int N, float alpha, const float* 
 }
 
 ROCmBLAS& get_blas(int device) {
-  // One per context: with multi_stream an evaluation's bundle has its own
-  // handle and stream. Process lifetime, like the contexts.
-  static std::mutex mu;
-  static auto* blas = new std::map<DeviceContext*, ROCmBLAS*>;
+  // One per context, kept in it: with multi_stream an evaluation's bundle
+  // has its own handle and stream. Process lifetime, like the contexts.
   if (device < 0) device = std::max(0, get_current_device());
   DeviceContext& ctx = context(device);
+  if (ROCmBLAS* b = ctx.blas_api.load(std::memory_order_acquire)) return *b;
+  static std::mutex mu;  // creation only
   std::lock_guard lk(mu);
-  ROCmBLAS*& slot = (*blas)[&ctx];
-  if (!slot) slot = new ROCmBLAS(ctx);
-  return *slot;
+  if (!ctx.blas_api.load()) ctx.blas_api.store(new ROCmBLAS(ctx), std::memory_order_release);
+  return *ctx.blas_api.load();
 }
 
 }  // namespace pyflame::backend::rocm

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/rocm/gpu/platform.h"
+#include "backend/rocm/memory.h"
 #include "pyflame/backend/rocm.h"
 #include "pyflame/errors.h"
 #include "runtime/settings.h"
@@ -13,9 +14,10 @@
 namespace pyflame::backend::rocm {
 
 namespace {
-std::mutex g_ctx_mu;
-std::vector<DeviceContext*> g_contexts;  // leaked on purpose (see header)
+std::mutex g_ctx_mu;  // creation only: a made context is found without it
+std::atomic<DeviceContext*> g_contexts[kMaxDevices];  // leaked on purpose (see header)
 std::atomic<bool> g_tf32{settings::allow_tf32()};
+}  // namespace
 
 DeviceContext* create_context(int device) {
   DeviceGuard g(device);
@@ -33,18 +35,23 @@ DeviceContext* create_context(int device) {
 #endif
   ctx->multiprocessors = gpu::device_attribute(hipDeviceAttributeMultiprocessorCount, device);
   ctx->wave_size = gpu::device_wave_size(device);
+  ctx->memory = &get_memory_manager(device);
+  ctx->pool = &ctx->memory->pool(ctx->stream);
   return ctx;
 }
-}  // namespace
 
-DeviceContext& shared_context(int device) {
-  std::lock_guard lk(g_ctx_mu);
+void check_device(int device) {
   if (device < 0 || device >= get_device_count()) {
     throw RuntimeError(errmsg("rocm", "invalid device index " + std::to_string(device)));
   }
-  if (g_contexts.size() <= static_cast<size_t>(device)) g_contexts.resize(device + 1, nullptr);
-  if (!g_contexts[device]) g_contexts[device] = create_context(device);
-  return *g_contexts[device];
+}
+
+DeviceContext& shared_context(int device) {
+  check_device(device);
+  if (DeviceContext* c = g_contexts[device].load(std::memory_order_acquire)) return *c;
+  std::lock_guard lk(g_ctx_mu);
+  if (!g_contexts[device].load()) g_contexts[device].store(create_context(device), std::memory_order_release);
+  return *g_contexts[device].load();
 }
 
 void order_streams(hipStream_t before, hipStream_t after) {
@@ -54,111 +61,6 @@ void order_streams(hipStream_t before, hipStream_t after) {
   if (err == hipSuccess) err = hipStreamWaitEvent(after, ev, 0);
   (void)hipEventDestroy(ev);  // released once the wait has happened
   PF_HIP_CHECK(err);
-}
-
-// ---- multi_stream bundles: whole contexts, pooled per device and reused,
-// so their streams, handles and cached memory stay warm across evaluations.
-
-namespace {
-std::atomic<bool> g_multi_stream{false};
-std::mutex g_pool_mu;
-std::vector<std::vector<DeviceContext*>> g_free_bundles;  // per device; leaked like contexts
-
-struct ThreadStreams {
-  bool active = false;                  // inside an evaluation that takes bundles
-  std::vector<DeviceContext*> bundles;  // per device, taken on first use
-};
-thread_local ThreadStreams t_streams;
-
-DeviceContext* take_bundle(int device) {
-  DeviceContext& shared = shared_context(device);
-  DeviceContext* b = nullptr;
-  {
-    std::lock_guard lk(g_pool_mu);
-    if (g_free_bundles.size() <= static_cast<size_t>(device)) g_free_bundles.resize(device + 1);
-    auto& pool = g_free_bundles[device];
-    if (!pool.empty()) {
-      b = pool.back();
-      pool.pop_back();
-    }
-  }
-  if (!b) {
-    b = create_context(device);
-    b->bundle = true;
-  }
-  // Work queued on the shared stream (uploads, earlier evaluations with
-  // multi_stream off) comes first.
-  DeviceGuard g(device);
-  order_streams(shared.stream, b->stream);
-  return b;
-}
-
-void give_back(DeviceContext* b) {
-  std::lock_guard lk(g_pool_mu);
-  g_free_bundles[b->device].push_back(b);
-}
-}  // namespace
-
-DeviceContext& context(int device) {
-  ThreadStreams& ts = t_streams;
-  if (!ts.active) return shared_context(device);
-  if (device < 0 || device >= get_device_count()) {
-    throw RuntimeError(errmsg("rocm", "invalid device index " + std::to_string(device)));
-  }
-  if (ts.bundles.size() <= static_cast<size_t>(device)) ts.bundles.resize(device + 1, nullptr);
-  if (!ts.bundles[device]) ts.bundles[device] = take_bundle(device);
-  return *ts.bundles[device];
-}
-
-bool using_bundles() { return t_streams.active; }
-
-hipStream_t current_stream(int device) {
-  const ThreadStreams& ts = t_streams;
-  if (ts.active && static_cast<size_t>(device) < ts.bundles.size() && ts.bundles[device]) {
-    return ts.bundles[device]->stream;
-  }
-  return shared_context(device).stream;
-}
-
-bool multi_stream() { return g_multi_stream.load(); }
-void set_multi_stream(bool on) { g_multi_stream = on; }
-
-EvalStreams::EvalStreams() {
-  // A nested evaluation (a custom backward evaluating inside backward())
-  // keeps the outer one's bundles.
-  if (g_multi_stream.load() && !t_streams.active) {
-    t_streams.active = true;
-    owner_ = true;
-  }
-}
-
-void EvalStreams::finish() {
-  if (!owner_) return;
-  for (DeviceContext* b : t_streams.bundles) {
-    if (!b) continue;
-    DeviceGuard g(b->device);
-    PF_HIP_CHECK(hipStreamSynchronize(b->stream));
-  }
-  finished_ = true;
-}
-
-EvalStreams::~EvalStreams() {
-  if (!owner_) return;
-  // After an error (finish() not reached) the streams are still drained
-  // before going back to the pool, so the next evaluation starts clean.
-  for (DeviceContext* b : t_streams.bundles) {
-    if (!b) continue;
-    if (!finished_) {
-      int prev = -1;
-      (void)hipGetDevice(&prev);
-      (void)hipSetDevice(b->device);
-      (void)hipStreamSynchronize(b->stream);
-      if (prev >= 0) (void)hipSetDevice(prev);
-    }
-    give_back(b);
-  }
-  t_streams.bundles.clear();
-  t_streams.active = false;
 }
 
 DeviceGuard::DeviceGuard(int device) {

@@ -1,8 +1,18 @@
 // Per-device execution context: the compute stream every kernel, copy and
-// BLAS call of an evaluation runs on, and the BLAS handle bound to it.
-// Contexts live for the whole process (never destroyed: tearing down streams
-// after the runtime has shut down at exit would fail).
+// BLAS call of an evaluation runs on, the BLAS and DNN handles bound to it,
+// and its allocator pool. Contexts live for the whole process (never
+// destroyed: tearing down streams after the runtime has shut down at exit
+// would fail).
+//
+// The evaluation context (docs/design/eval_context.md): the eval loop holds a
+// runtime::GpuEvaluation for the length of one evaluation; the first time
+// the evaluation touches a device it resolves that device's context (its own
+// multi_stream bundle, or the shared one) and keeps it, so context(device)
+// inside an evaluation is a thread-local read, without a lock.
 #pragma once
+#include <atomic>
+#include <functional>
+#include <memory>
 #include <mutex>
 
 #include "backend/rocm/gpu/libs.h"
@@ -10,6 +20,16 @@
 #include "pyflame/backend/rocm.h"
 
 namespace pyflame::backend::rocm {
+
+// The most devices a process addresses (get_device_count() counts no more).
+constexpr int kMaxDevices = 64;
+
+class ROCmMemoryManager;
+class ROCmBLAS;
+struct StreamPool;
+namespace dnn {
+struct DnnHandle;
+}
 
 struct DeviceContext {
   int device = 0;
@@ -21,19 +41,41 @@ struct DeviceContext {
   int multiprocessors = 0;
   int wave_size = 32;
   bool bundle = false;  // a multi_stream bundle rather than the device's shared context
+  ROCmMemoryManager* memory = nullptr;  // the device's caching allocator
+  StreamPool* pool = nullptr;           // its pool for `stream`
+  std::atomic<ROCmBLAS*> blas_api{nullptr};       // get_blas's wrapper, made on first use
+  std::atomic<dnn::DnnHandle*> dnn{nullptr};      // the DNN handle bound to `stream`, made on first use
 };
 
 // The context this thread's work on `device` uses: inside an evaluation with
 // multi_stream on, the evaluation's own bundle (taken on first use);
-// otherwise the device's shared context, created on first use.
+// otherwise the device's shared context, created on first use. Inside an
+// evaluation, after the first call for a device: no lock (eval_context.cc).
 DeviceContext& context(int device);
-DeviceContext& shared_context(int device);
+DeviceContext& shared_context(int device);  // lock-free once made (context.cc)
+// A new context (stream, handles, workspace, pool) on `device`.
+DeviceContext* create_context(int device);
+// Raises for an index outside the process's devices.
+void check_device(int device);
 // The stream context(device) would use, without taking a bundle.
 hipStream_t current_stream(int device);
 // Whether this thread is inside an evaluation that takes multi_stream bundles.
 bool using_bundles();
 // Orders everything later queued on `after` behind what `before` holds now.
 void order_streams(hipStream_t before, hipStream_t after);
+
+// Device memory for this thread's work on ctx's stream (a node's buffer or
+// kernel scratch), freed back to ctx's pool in stream order.
+std::shared_ptr<Buffer> allocate_on(DeviceContext& ctx, size_t bytes);
+
+// A range check whose verdict waits for the end of the evaluation: returns
+// `words` zeroed device words (ordered on ctx's stream) that a kernel sets
+// when it finds a bad value; once the evaluation's streams have finished,
+// the words are read (one copy per check, one wait per stream) and, if the
+// first is non-zero, `raise` throws the error from them. Checks raise in the
+// order they were made. Only inside an evaluation (eval_gpu always is).
+using CheckRaise = std::function<void(const int64_t* words)>;
+int64_t* deferred_check(DeviceContext& ctx, int words, CheckRaise raise);
 
 // Makes `device` current for this thread while in scope.
 class DeviceGuard {

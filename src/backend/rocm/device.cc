@@ -1,4 +1,5 @@
 // Device discovery and management (spec: pyflame::backend::rocm).
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -42,7 +43,7 @@ int get_device_count() {
       (void)hipGetLastError();
       n = 0;
     }
-    return n;
+    return std::min(n, kMaxDevices);  // the contexts' fixed tables (context.h)
   }();
   return count;
 }

@@ -4,6 +4,7 @@
 #include "backend/rocm/dnn.h"
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <map>
 #include <memory>
@@ -25,8 +26,6 @@ std::shared_ptr<Buffer> temp_buffer(DeviceContext& ctx, size_t bytes);
 
 namespace pyflame::backend::rocm::dnn {
 
-namespace {
-
 // ------------------------------------------------------------------ handles
 
 struct DnnHandle {
@@ -34,19 +33,21 @@ struct DnnHandle {
   std::mutex mu;  // a library handle serves one thread at a time
 };
 
-// One handle per (device, stream), bound to that stream at creation.
+namespace {
+
+// One handle per context, bound to its stream at creation and kept in the
+// context (process lifetime, like it): found without a lock once made.
 DnnHandle& handle_for(DeviceContext& ctx) {
-  static std::mutex mu;
-  static auto* handles = new std::map<std::pair<int, hipStream_t>, DnnHandle*>;  // process lifetime
+  if (DnnHandle* h = ctx.dnn.load(std::memory_order_acquire)) return *h;
+  static std::mutex mu;  // creation only
   std::lock_guard lk(mu);
-  DnnHandle*& slot = (*handles)[{ctx.device, ctx.stream}];
-  if (!slot) {
+  if (!ctx.dnn.load()) {
     DeviceGuard g(ctx.device);
     auto h = std::make_unique<DnnHandle>();
     h->h = gpu::create_dnn_handle(ctx.stream);
-    slot = h.release();
+    ctx.dnn.store(h.release(), std::memory_order_release);
   }
-  return *slot;
+  return *ctx.dnn.load();
 }
 
 }  // namespace
@@ -56,12 +57,13 @@ gpu::dnn_handle_t handle(DeviceContext& ctx) { return handle_for(ctx).h; }
 namespace {
 
 const std::string& arch_of(int device) {
+  // Found without a lock once known (process lifetime).
+  static std::atomic<const std::string*> archs[kMaxDevices];
   static std::mutex mu;
-  static auto* archs = new std::map<int, std::string>;
+  if (const std::string* a = archs[device].load(std::memory_order_acquire)) return *a;
   std::lock_guard lk(mu);
-  auto it = archs->find(device);
-  if (it == archs->end()) it = archs->emplace(device, gpu::device_arch(device)).first;
-  return it->second;
+  if (!archs[device].load()) archs[device].store(new std::string(gpu::device_arch(device)), std::memory_order_release);
+  return *archs[device].load();
 }
 
 const std::string& library_tag() {
@@ -440,6 +442,7 @@ bool pool_forward_impl(DeviceContext& ctx, Dtype dtype, PoolMode mode, const std
                        const std::vector<int>& s, const std::vector<int>& p) {
   TensorDesc xD, yD;
   PoolDesc pD;
+  if (dtype == Dtype::Float64) return false;  // our kernels (the library's double path is not wired in)
   if (!set_pool_descs(xD, yD, pD, dtype, mode, xd, yd, k, s, p)) return false;
   DnnHandle& H = handle_for(ctx);
   std::lock_guard lk(H.mu);
@@ -457,6 +460,7 @@ bool pool_backward_impl(DeviceContext& ctx, Dtype dtype, PoolMode mode, const st
                         const std::vector<int>& k, const std::vector<int>& s, const std::vector<int>& p) {
   TensorDesc xD, yD;
   PoolDesc pD;
+  if (dtype == Dtype::Float64) return false;  // our kernels (the library's double path is not wired in)
   if (!set_pool_descs(xD, yD, pD, dtype, mode, xd, yd, k, s, p)) return false;
   DnnHandle& H = handle_for(ctx);
   std::lock_guard lk(H.mu);
@@ -471,7 +475,7 @@ bool pool_backward_impl(DeviceContext& ctx, Dtype dtype, PoolMode mode, const st
 bool batch_norm_inference_impl(DeviceContext& ctx, Dtype dtype, const std::vector<int>& xd, const void* x, void* y,
                                const float* scale, const float* bias, const float* mean, const float* var,
                                double eps) {
-  if (dtype == Dtype::BFloat16 || eps <= 0) return false;  // MIOpen asks for a positive epsilon
+  if (dtype == Dtype::BFloat16 || dtype == Dtype::Float64 || eps <= 0) return false;  // MIOpen asks for a positive epsilon
   TensorDesc xD, bnD;
   if (xD.set(dnn_type(dtype), xd) != miopenStatusSuccess) return false;
   if (miopenDeriveBNTensorDescriptor(bnD.d, xD.d, miopenBNSpatial) != miopenStatusSuccess) return false;
@@ -801,6 +805,7 @@ bool pool_forward_impl(DeviceContext& ctx, Dtype dtype, PoolMode mode, const std
                        const std::vector<int>& s, const std::vector<int>& p) {
   TensorDesc xD, yD;
   PoolDesc pD;
+  if (dtype == Dtype::Float64) return false;  // our kernels (the library's double path is not wired in)
   if (!set_pool_descs(xD, yD, pD, dtype, mode, xd, yd, k, s, p)) return false;
   DnnHandle& H = handle_for(ctx);
   std::lock_guard lk(H.mu);
@@ -816,6 +821,7 @@ bool pool_backward_impl(DeviceContext& ctx, Dtype dtype, PoolMode mode, const st
                         const std::vector<int>& k, const std::vector<int>& s, const std::vector<int>& p) {
   TensorDesc xD, yD;
   PoolDesc pD;
+  if (dtype == Dtype::Float64) return false;  // our kernels (the library's double path is not wired in)
   if (!set_pool_descs(xD, yD, pD, dtype, mode, xd, yd, k, s, p)) return false;
   DnnHandle& H = handle_for(ctx);
   std::lock_guard lk(H.mu);
@@ -829,7 +835,7 @@ bool pool_backward_impl(DeviceContext& ctx, Dtype dtype, PoolMode mode, const st
 bool batch_norm_inference_impl(DeviceContext& ctx, Dtype dtype, const std::vector<int>& xd, const void* x, void* y,
                                const float* scale, const float* bias, const float* mean, const float* var,
                                double eps) {
-  if (eps < CUDNN_BN_MIN_EPSILON) return false;
+  if (eps < CUDNN_BN_MIN_EPSILON || dtype == Dtype::Float64) return false;  // float64: our kernel
   TensorDesc xD, bnD;
   if (xD.set(dnn_type(dtype), xd) != CUDNN_STATUS_SUCCESS) return false;
   if (cudnnDeriveBNTensorDescriptor(bnD.d, xD.d, CUDNN_BATCHNORM_SPATIAL) != CUDNN_STATUS_SUCCESS) return false;

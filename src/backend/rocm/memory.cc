@@ -39,34 +39,41 @@ size_t ROCmMemoryManager::round_size(size_t bytes) {
 
 hipStream_t ROCmMemoryManager::compute_stream() const { return context(device_).stream; }
 
-void* ROCmMemoryManager::take_cached(size_t size, hipStream_t stream) {
-  auto fl = free_.find(stream);
-  if (fl == free_.end()) return nullptr;
-  auto it = fl->second.lower_bound(size);
+StreamPool& ROCmMemoryManager::pool(hipStream_t stream) {
+  std::lock_guard lk(pools_mu_);
+  StreamPool*& p = pools_[stream];
+  if (!p) {
+    p = new StreamPool;
+    p->stream = stream;
+  }
+  return *p;
+}
+
+void* ROCmMemoryManager::take_cached(StreamPool& pool, size_t size) {
+  auto it = pool.free.lower_bound(size);
   // Do not hand out a block far larger than asked: it would stay pinned to a small tensor.
-  if (it == fl->second.end() || it->first > std::max(2 * size, size + 2 * kSmall)) return nullptr;
+  if (it == pool.free.end() || it->first > std::max(2 * size, size + 2 * kSmall)) return nullptr;
   void* p = it->second;
-  stats_.cached_bytes -= it->first;
-  live_[p] = Block{it->first, stream};
-  fl->second.erase(it);
+  pool.live[p] = it->first;
+  pool.free.erase(it);
   return p;
 }
 
-void ROCmMemoryManager::release_cache_locked() {
-  if (stats_.cached_bytes == 0) return;
+void ROCmMemoryManager::release_cache() {
+  std::lock_guard reg(pools_mu_);
+  if (stats_.cached.load() == 0) return;
   DeviceGuard g(device_);
-  // Cached blocks may still be read by queued work on their stream.
-  for (auto& [stream, blocks] : free_) {
+  for (auto& [stream, pool] : pools_) {
+    std::lock_guard lk(pool->mu);
+    if (pool->free.empty()) continue;
+    // Cached blocks may still be read by queued work on their stream.
     (void)hipStreamSynchronize(stream);
-    for (auto& [size, p] : blocks) (void)hipFree(p);
+    for (auto& [size, p] : pool->free) {
+      (void)hipFree(p);
+      stats_.cached -= size;
+    }
+    pool->free.clear();
   }
-  free_.clear();
-  stats_.cached_bytes = 0;
-}
-
-void ROCmMemoryManager::trim_locked() {
-  const size_t limit = config_.max_pool_size_mb << 20;
-  if (stats_.cached_bytes > limit) release_cache_locked();
 }
 
 void* ROCmMemoryManager::driver_alloc(size_t size) {
@@ -75,7 +82,7 @@ void* ROCmMemoryManager::driver_alloc(size_t size) {
   hipError_t err = hipMalloc(&p, size);
   if (err == hipErrorOutOfMemory) {
     (void)hipGetLastError();
-    release_cache_locked();
+    release_cache();
     err = hipMalloc(&p, size);
   }
   if (err != hipSuccess) {
@@ -85,60 +92,110 @@ void* ROCmMemoryManager::driver_alloc(size_t size) {
     throw OutOfMemoryError(errmsg("allocate", "out of GPU memory on rocm:" + std::to_string(device_) +
                                                   ": tried to allocate " + mib(size) + ", " + mib(free_b) +
                                                   " free of " + mib(total_b) + ", " +
-                                                  mib(stats_.total_allocated) + " held by tensors"));
+                                                  mib(stats_.allocated.load()) + " held by tensors"));
   }
   return p;
 }
 
-void* ROCmMemoryManager::allocate_async(size_t bytes, hipStream_t stream) {
-  const size_t size = round_size(bytes);
-  std::lock_guard lk(mu_);
-  void* p = config_.enable_pooling ? take_cached(size, stream) : nullptr;
-  if (p) {
-    ++stats_.cache_hits;
-  } else {
-    ++stats_.cache_misses;
-    p = driver_alloc(size);
-    live_[p] = Block{size, stream};
+void ROCmMemoryManager::count_allocation(size_t size, bool hit) {
+  ++(hit ? stats_.hits : stats_.misses);
+  ++stats_.allocations;
+  const size_t now = stats_.allocated += size;
+  size_t peak = stats_.peak.load(std::memory_order_relaxed);
+  while (now > peak && !stats_.peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
   }
-  ++stats_.total_allocations;
-  stats_.total_allocated += live_[p].size;
-  stats_.peak_allocated = std::max(stats_.peak_allocated, stats_.total_allocated);
+}
+
+void* ROCmMemoryManager::allocate_in(StreamPool& pool, size_t bytes) {
+  const size_t size = round_size(bytes);
+  if (config_.enable_pooling) {
+    std::lock_guard lk(pool.mu);
+    if (void* p = take_cached(pool, size)) {
+      stats_.cached -= pool.live[p];
+      count_allocation(pool.live[p], true);
+      return p;
+    }
+  }
+  void* p = driver_alloc(size);  // outside the pool's lock: it may release every pool's cache
+  {
+    std::lock_guard lk(pool.mu);
+    pool.live[p] = size;
+  }
+  count_allocation(size, false);
   return p;
+}
+
+void ROCmMemoryManager::free_block(StreamPool& from, void* ptr, StreamPool& to) {
+  size_t size;
+  {
+    std::lock_guard lk(from.mu);
+    auto it = from.live.find(ptr);
+    if (it == from.live.end()) {
+      throw ValueError(errmsg("deallocate", "pointer was not allocated by this memory manager"));
+    }
+    size = it->second;
+    from.live.erase(it);
+  }
+  ++stats_.deallocations;
+  stats_.allocated -= size;
+  if (!config_.enable_pooling) {
+    DeviceGuard g(device_);
+    (void)hipStreamSynchronize(to.stream);
+    PF_HIP_CHECK(hipFree(ptr));
+    return;
+  }
+  {
+    std::lock_guard lk(to.mu);
+    to.free.emplace(size, ptr);
+  }
+  // Cached bytes above the limit go back to the driver.
+  if ((stats_.cached += size) > (config_.max_pool_size_mb << 20)) release_cache();
+}
+
+void ROCmMemoryManager::deallocate_in(StreamPool& pool, void* ptr) {
+  if (ptr) free_block(pool, ptr, pool);
+}
+
+// The raw API (spec: ROCmMemoryManager) remembers which pool each of its
+// blocks came from; the eval path does not need to.
+void* ROCmMemoryManager::allocate_async(size_t bytes, hipStream_t stream) {
+  StreamPool& p = pool(stream);
+  void* ptr = allocate_in(p, bytes);
+  std::lock_guard lk(pools_mu_);
+  raw_owner_[ptr] = &p;
+  return ptr;
 }
 
 void* ROCmMemoryManager::allocate(size_t bytes) { return allocate_async(bytes, compute_stream()); }
 
 void ROCmMemoryManager::deallocate_async(void* ptr, hipStream_t stream) {
   if (!ptr) return;
-  std::lock_guard lk(mu_);
-  auto it = live_.find(ptr);
-  if (it == live_.end()) {
-    throw ValueError(errmsg("deallocate", "pointer was not allocated by this memory manager"));
+  StreamPool* from = nullptr;
+  {
+    std::lock_guard lk(pools_mu_);
+    auto it = raw_owner_.find(ptr);
+    if (it == raw_owner_.end()) {
+      throw ValueError(errmsg("deallocate", "pointer was not allocated by this memory manager"));
+    }
+    from = it->second;
+    raw_owner_.erase(it);
   }
-  const size_t size = it->second.size;
-  live_.erase(it);
-  ++stats_.total_deallocations;
-  stats_.total_allocated -= size;
-  if (!config_.enable_pooling) {
-    DeviceGuard g(device_);
-    (void)hipStreamSynchronize(stream);
-    PF_HIP_CHECK(hipFree(ptr));
-    return;
-  }
-  free_[stream].emplace(size, ptr);
-  stats_.cached_bytes += size;
-  trim_locked();
+  free_block(*from, ptr, pool(stream));
 }
 
 void ROCmMemoryManager::deallocate(void* ptr) {
-  hipStream_t s;
+  if (!ptr) return;
+  StreamPool* from = nullptr;
   {
-    std::lock_guard lk(mu_);
-    auto it = live_.find(ptr);
-    s = it == live_.end() ? compute_stream() : it->second.stream;
+    std::lock_guard lk(pools_mu_);
+    auto it = raw_owner_.find(ptr);
+    if (it == raw_owner_.end()) {
+      throw ValueError(errmsg("deallocate", "pointer was not allocated by this memory manager"));
+    }
+    from = it->second;
+    raw_owner_.erase(it);
   }
-  deallocate_async(ptr, s);
+  free_block(*from, ptr, *from);
 }
 
 void ROCmMemoryManager::copy_host_to_device_async(void* dst, const void* src, size_t bytes, hipStream_t s) {
@@ -179,23 +236,26 @@ void* ROCmMemoryManager::allocate_pinned(size_t bytes) { return get_pinned_pool(
 void ROCmMemoryManager::deallocate_pinned(void* ptr) { get_pinned_pool().release(ptr); }
 
 MemoryStats ROCmMemoryManager::get_stats() const {
-  std::lock_guard lk(mu_);
-  return stats_;
+  MemoryStats s;
+  s.total_allocated = stats_.allocated.load();
+  s.peak_allocated = stats_.peak.load();
+  s.total_allocations = stats_.allocations.load();
+  s.total_deallocations = stats_.deallocations.load();
+  s.cache_hits = stats_.hits.load();
+  s.cache_misses = stats_.misses.load();
+  s.cached_bytes = stats_.cached.load();
+  return s;
 }
 
 void ROCmMemoryManager::reset_stats() {
-  std::lock_guard lk(mu_);
-  MemoryStats s;
-  s.total_allocated = stats_.total_allocated;
-  s.peak_allocated = stats_.total_allocated;
-  s.cached_bytes = stats_.cached_bytes;
-  stats_ = s;
+  stats_.peak = stats_.allocated.load();
+  stats_.allocations = 0;
+  stats_.deallocations = 0;
+  stats_.hits = 0;
+  stats_.misses = 0;
 }
 
-void ROCmMemoryManager::clear_pool() {
-  std::lock_guard lk(mu_);
-  release_cache_locked();
-}
+void ROCmMemoryManager::clear_pool() { release_cache(); }
 
 void ROCmMemoryManager::get_memory_info(size_t* free_b, size_t* total_b) const {
   DeviceGuard g(device_);
@@ -209,17 +269,18 @@ void ROCmMemoryManager::warmup(const std::vector<size_t>& sizes) {
 }
 
 ROCmMemoryManager& get_memory_manager(int device) {
+  // Process lifetime, like the contexts; found without a lock once made.
+  static std::atomic<ROCmMemoryManager*> managers[kMaxDevices];
   static std::mutex mu;
-  static std::vector<ROCmMemoryManager*> managers;  // process lifetime, like the contexts
   if (device < 0) device = std::max(0, get_current_device());
   if (device >= get_device_count()) {
     throw RuntimeError(errmsg("get_memory_manager", "no ROCm device " + std::to_string(device) + " (" +
                                                         std::to_string(get_device_count()) + " available)"));
   }
+  if (ROCmMemoryManager* m = managers[device].load(std::memory_order_acquire)) return *m;
   std::lock_guard lk(mu);
-  if (managers.size() <= static_cast<size_t>(device)) managers.resize(device + 1, nullptr);
-  if (!managers[device]) managers[device] = new ROCmMemoryManager({}, device);
-  return *managers[device];
+  if (!managers[device].load()) managers[device].store(new ROCmMemoryManager({}, device), std::memory_order_release);
+  return *managers[device].load();
 }
 
 // ---- pinned host pool ----

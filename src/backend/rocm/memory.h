@@ -1,11 +1,15 @@
 // Device memory (spec: ROCmMemoryManager, MemoryStats, PinnedMemoryPool).
 //
-// The caching allocator keeps freed blocks in per-stream free lists: a block
-// is reused only by work on the stream that freed it, which the stream
-// orders after the block's last use, so reuse needs no synchronization.
+// The caching allocator keeps freed blocks in per-stream pools: a block is
+// reused only by work on the stream that freed it, which the stream orders
+// after the block's last use, so reuse needs no synchronization. Each pool
+// has its own lock and the statistics are atomic, so evaluations on
+// different streams (multi_stream) never wait for each other here; an
+// execution context keeps its stream's pool, resolved once (context.h).
 // On allocation failure the cache is released and the allocation retried;
 // a second failure raises pf.OutOfMemoryError with the sizes.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <map>
 #include <mutex>
@@ -26,6 +30,15 @@ struct MemoryManagerConfig {
   size_t pool_size_mb = 256;       // warm-up size of the pool
   size_t max_pool_size_mb = 4096;  // cached bytes above this are returned to the driver
   bool use_pinned_host = true;
+};
+
+// The blocks of one stream: those in use (for their sizes) and the cached
+// free ones by size. Lives as long as its manager.
+struct StreamPool {
+  hipStream_t stream = nullptr;
+  std::mutex mu;
+  std::unordered_map<void*, size_t> live;
+  std::multimap<size_t, void*> free;
 };
 
 class ROCmMemoryManager {
@@ -66,24 +79,35 @@ class ROCmMemoryManager {
   void warmup(const std::vector<size_t>& sizes);
   int device() const { return device_; }
 
+  // The pool of `stream`, created on first use (takes the registry lock:
+  // callers on a hot path keep the reference).
+  StreamPool& pool(hipStream_t stream);
+  // A block of at least `bytes` for work on the pool's stream, and its
+  // return to the same pool. Only the pool's own lock is taken.
+  void* allocate_in(StreamPool& pool, size_t bytes);
+  void deallocate_in(StreamPool& pool, void* ptr);
+
  private:
-  struct Block {
-    size_t size;
-    hipStream_t stream;
+  struct Stats {
+    std::atomic<size_t> allocated{0}, peak{0}, allocations{0}, deallocations{0}, hits{0}, misses{0},
+        cached{0};
   };
   static size_t round_size(size_t bytes);
-  void* take_cached(size_t size, hipStream_t stream);  // caller holds mu_
-  void* driver_alloc(size_t size);                      // frees the cache and retries once
-  void release_cache_locked();
-  void trim_locked();
+  static void* take_cached(StreamPool& pool, size_t size);  // caller holds pool.mu
+  void* driver_alloc(size_t size);  // frees the cache and retries once; holds no pool lock
+  void release_cache();             // every pool's cached blocks back to the driver
+  void free_block(StreamPool& from, void* ptr, StreamPool& to);
+  void count_allocation(size_t size, bool hit);
   hipStream_t compute_stream() const;
 
   Config config_;
   int device_;
-  mutable std::mutex mu_;
-  std::unordered_map<void*, Block> live_;
-  std::map<hipStream_t, std::multimap<size_t, void*>> free_;  // per stream: size -> block
-  MemoryStats stats_;
+  // Lock order: pools_mu_, then one pool's mu. A pool's lock is held only
+  // for its own lists, never while taking another lock.
+  std::mutex pools_mu_;  // the two maps below
+  std::map<hipStream_t, StreamPool*> pools_;            // leaked with the manager (process lifetime)
+  std::unordered_map<void*, StreamPool*> raw_owner_;    // blocks handed out through the raw API
+  Stats stats_;
 };
 
 // The manager of `device` (the current device when -1).

@@ -32,19 +32,20 @@ void free_buffer(void* p, void* ctx) {
         (void)hipStreamSynchronize(cur);
       }
     }
-    get_memory_manager(c->device).deallocate_async(p, c->stream);
+    c->memory->deallocate_in(*c->pool, p);
   } catch (...) {
     // A destructor must not throw; the block is lost to the cache, not leaked twice.
   }
 }
 }  // namespace
 
-std::shared_ptr<Buffer> allocate_buffer(int device, size_t bytes) {
-  DeviceContext& ctx = context(device);
-  void* p = bytes ? get_memory_manager(device).allocate_async(bytes, ctx.stream) : nullptr;
+std::shared_ptr<Buffer> allocate_on(DeviceContext& ctx, size_t bytes) {
+  void* p = bytes ? ctx.memory->allocate_in(*ctx.pool, bytes) : nullptr;
   if (p && poison_allocations()) PF_HIP_CHECK(hipMemsetAsync(p, 0xff, bytes, ctx.stream));
-  return std::make_shared<Buffer>(p, bytes, Device::rocm(device), bytes ? &free_buffer : nullptr, &ctx);
+  return std::make_shared<Buffer>(p, bytes, Device::rocm(ctx.device), bytes ? &free_buffer : nullptr, &ctx);
 }
+
+std::shared_ptr<Buffer> allocate_buffer(int device, size_t bytes) { return allocate_on(context(device), bytes); }
 
 void copy_to_host(const Tensor& src, void* dst) {
   const size_t bytes = src.nbytes();

@@ -74,6 +74,16 @@ constexpr int kMaxOps = 48;    // compute steps per region
 constexpr int kMaxLoads = 12;  // external inputs per region (kernel argument size)
 
 std::atomic<bool> g_enabled{settings::fusion()};
+std::atomic<bool> g_gpu{settings::fusion_gpu()};
+
+// Dtypes a region computes in on the node's device: the CPU tape runs every
+// dtype through the unfused kernels' own helpers; the GPU code generator
+// knows only these (float64 and the 8- and 16-bit integers stay unfused).
+bool fusable_dtype(Dtype t, const Device& d) {
+  if (d.is_cpu()) return true;
+  return t == Dtype::Bool || t == Dtype::Int32 || t == Dtype::Int64 || t == Dtype::Float16 ||
+         t == Dtype::BFloat16 || t == Dtype::Float32;
+}
 
 // Elementwise primitives a region can compute, with the same errors left to
 // the unfused kernels (integer pow checks its exponents; unary ops reject
@@ -81,6 +91,11 @@ std::atomic<bool> g_enabled{settings::fusion()};
 bool computable(const Node* n) {
   const Primitive* p = n->prim.get();
   if (!p || n->buffer) return false;
+  if (!n->device.is_cpu() && !g_gpu.load(std::memory_order_relaxed)) return false;
+  if (!fusable_dtype(n->dtype, n->device)) return false;
+  for (const Tensor& t : n->inputs) {
+    if (!fusable_dtype(t.dtype(), n->device)) return false;
+  }
   if (auto* u = dynamic_cast<const Unary*>(p)) {
     if (n->dtype == Dtype::Bool) return false;
     return !is_integral(n->dtype) || u->op == UnaryOp::Neg || u->op == UnaryOp::Abs || u->op == UnaryOp::Relu;
@@ -191,16 +206,25 @@ struct Builder {
     r.members = members;
     std::unordered_map<const Node*, int> step_of;
     std::map<LoadKey, int> load_step;
+    // A number (a Full's value or a Binary's scalar operand): a kernel
+    // argument, never part of the generated source.
+    auto scalar = [&](double v, Dtype t) {
+      FusedStep s;
+      s.kind = FusedStep::Kind::Scalar;
+      s.dtype = t;
+      s.slot = int(r.scalars.size());
+      r.scalars.push_back(v);
+      r.steps.push_back(s);
+      return int(r.steps.size()) - 1;
+    };
     auto operand = [&](const Tensor& t) {
       const Node* p = t.node();
       if (auto it = step_of.find(p); it != step_of.end()) return it->second;
       FusedStep s;
       s.dtype = p->dtype;
       if (const Node* c = constant_of(p)) {
-        s.kind = FusedStep::Kind::Scalar;
-        s.slot = int(r.scalars.size());
-        r.scalars.push_back(static_cast<const Full*>(c->prim.get())->value);
         constants.push_back(t.node_ptr());
+        return step_of[p] = scalar(static_cast<const Full*>(c->prim.get())->value, p->dtype);
       } else if (auto it = load_step.find(load_key(p)); it != load_step.end()) {
         return step_of[p] = it->second;  // the same memory through another view node
       } else {
@@ -222,6 +246,15 @@ struct Builder {
       } else if (auto* b = dynamic_cast<const Binary*>(p)) {
         s.kind = FusedStep::Kind::Binary;
         s.op = uint8_t(b->op);
+        if (b->has_scalar()) {  // the number becomes a scalar slot on its side
+          const int x = operand(m->inputs[0]);
+          const int k = scalar(b->scalar, m->inputs[0].dtype());
+          s.a = b->scalar_side == 0 ? k : x;
+          s.b = b->scalar_side == 0 ? x : k;
+          r.steps.push_back(s);
+          step_of[m] = int(r.steps.size()) - 1;
+          continue;
+        }
       } else if (dynamic_cast<const Where*>(p)) {
         s.kind = FusedStep::Kind::Where;
       } else {
@@ -274,6 +307,8 @@ Plan plan(const std::vector<std::shared_ptr<Node>>& order) {
 
 bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
 void set_enabled(bool on) { g_enabled.store(on); }
+bool gpu_enabled() { return g_gpu.load(std::memory_order_relaxed); }
+void set_gpu_enabled(bool on) { g_gpu.store(on); }
 
 Counters& counters() {
   static Counters c;
@@ -345,6 +380,8 @@ std::optional<FusedOpType> can_fuse(const std::vector<std::string>& ops) {
 
 void set_fusion(bool on) { fuse::set_enabled(on); }
 bool get_fusion() { return fuse::enabled(); }
+void set_fusion_gpu(bool on) { fuse::set_gpu_enabled(on); }
+bool get_fusion_gpu() { return fuse::gpu_enabled(); }
 
 std::string explain(const std::vector<Tensor>& outputs) {
   std::vector<std::shared_ptr<Node>> order = pending_order(outputs);

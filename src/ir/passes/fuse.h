@@ -33,6 +33,9 @@ bool enabled();
 std::vector<std::pair<std::string, std::string>> region_sources(const std::vector<Tensor>& outputs, int wave_size);
 
 void set_enabled(bool on);
+// GPU regions too: off by default (experimental, see docs/design/fusion.md).
+bool gpu_enabled();
+void set_gpu_enabled(bool on);
 
 struct Counters {
   std::atomic<uint64_t> regions{0}, fallbacks{0}, compiles{0}, disk_hits{0}, memory_hits{0};

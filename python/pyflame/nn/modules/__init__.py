@@ -7,10 +7,14 @@ from .pooling import (MaxPool1d, MaxPool2d, MaxPool3d, AvgPool1d, AvgPool2d, Avg
                       AdaptiveAvgPool2d)
 from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, LayerNorm, GroupNorm,
                             RMSNorm)
-from .activation import ReLU, GELU, SiLU, Sigmoid, Tanh, Softmax, LogSoftmax
+from .activation import (ReLU, GELU, SiLU, Sigmoid, Tanh, Softmax, LogSoftmax, LeakyReLU, ELU,
+                         SELU, Softplus, Mish, Hardswish, Hardsigmoid, LogSigmoid)
 from .dropout import Dropout
 from .sparse import Embedding
-from .loss import MSELoss, CrossEntropyLoss, NLLLoss, BCELoss
+from .loss import (MSELoss, CrossEntropyLoss, NLLLoss, BCELoss, L1Loss, KLDivLoss, SmoothL1Loss,
+                   HuberLoss, BCEWithLogitsLoss)
+from .upsampling import Upsample
+from .distance import CosineSimilarity
 
 __all__ = [
     "Module", "IncompatibleKeys", "StateDictError", "Sequential", "ModuleList", "ModuleDict",
@@ -19,4 +23,7 @@ __all__ = [
     "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
     "LayerNorm", "GroupNorm", "RMSNorm", "ReLU", "GELU", "SiLU", "Sigmoid", "Tanh", "Softmax",
     "LogSoftmax", "Dropout", "Embedding", "MSELoss", "CrossEntropyLoss", "NLLLoss", "BCELoss",
+    "LeakyReLU", "ELU", "SELU", "Softplus", "Mish", "Hardswish", "Hardsigmoid", "LogSigmoid",
+    "L1Loss", "KLDivLoss", "SmoothL1Loss", "HuberLoss", "BCEWithLogitsLoss", "Upsample",
+    "CosineSimilarity",
 ]

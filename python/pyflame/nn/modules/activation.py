@@ -1,12 +1,13 @@
-"""Activation layers: ReLU, GELU, SiLU, Sigmoid, Tanh, Softmax, LogSoftmax."""
+"""Activation layers: ReLU, GELU, SiLU, Sigmoid, Tanh, Softmax, LogSoftmax,
+LeakyReLU, ELU, SELU, Softplus, Mish, Hardswish, Hardsigmoid, LogSigmoid."""
 from ... import _core
 from .. import functional as F
 from .module import Module
 
 
 class _Inplace(Module):
-    # ``inplace`` is accepted for torch compatibility; results are always new
-    # tensors (a lazy graph has no in-place kernels).
+    # ``inplace`` is accepted for torch compatibility; the result is always a
+    # new tensor and the input keeps its value.
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
@@ -77,3 +78,80 @@ class LogSoftmax(_SoftmaxBase):
 
     def forward(self, input):  # noqa: A002
         return F.log_softmax(input, self.dim)
+
+
+class LeakyReLU(_Inplace):
+    """x for x > 0, negative_slope * x otherwise."""
+
+    def __init__(self, negative_slope=0.01, inplace=False):
+        super().__init__(inplace)
+        self.negative_slope = negative_slope
+
+    def forward(self, input):  # noqa: A002
+        return F.leaky_relu(input, self.negative_slope)
+
+    def extra_repr(self):
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
+
+
+class ELU(_Inplace):
+    """x for x > 0, alpha * (exp(x) - 1) otherwise."""
+
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__(inplace)
+        self.alpha = alpha
+
+    def forward(self, input):  # noqa: A002
+        return F.elu(input, self.alpha)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class SELU(_Inplace):
+    """scale * elu(x, alpha) with the self-normalizing constants."""
+
+    def forward(self, input):  # noqa: A002
+        return F.selu(input)
+
+
+class Softplus(Module):
+    """log(1 + exp(beta * x)) / beta, linear above threshold."""
+
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, input):  # noqa: A002
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class Mish(_Inplace):
+    """x * tanh(softplus(x))."""
+
+    def forward(self, input):  # noqa: A002
+        return F.mish(input)
+
+
+class Hardswish(_Inplace):
+    """x * relu6(x + 3) / 6."""
+
+    def forward(self, input):  # noqa: A002
+        return F.hardswish(input)
+
+
+class Hardsigmoid(_Inplace):
+    """relu6(x + 3) / 6."""
+
+    def forward(self, input):  # noqa: A002
+        return F.hardsigmoid(input)
+
+
+class LogSigmoid(Module):
+    """log(sigmoid(x)), finite for any x."""
+
+    def forward(self, input):  # noqa: A002
+        return F.logsigmoid(input)

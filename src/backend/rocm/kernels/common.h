@@ -2,10 +2,13 @@
 // strided indexing of operands, vectorized packs, launch helpers.
 #pragma once
 #include <array>
+#include <cstdint>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
 #include "backend/dispatch.h"
+#include "backend/elementwise_math.h"
 #include "backend/layout.h"
 #include "backend/rocm/context.h"
 #include "backend/rocm/gpu/device_utils.h"
@@ -22,6 +25,10 @@ constexpr bool is_half_v = std::is_same_v<T, half_t> || std::is_same_v<T, bf16_t
 template <typename T>
 using acc_t = std::conditional_t<is_half_v<T>, float, std::conditional_t<std::is_same_v<T, bool>, int32_t, T>>;
 
+// Arithmetic type of the float kernels: double for float64, float otherwise.
+template <typename T>
+using acc_float_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
 // Calls f(T{}) with T the element type of `t` (16-bit floats as our storage types).
 template <typename F>
 void dispatch(Dtype t, F&& f) {
@@ -33,10 +40,18 @@ void dispatch_float(Dtype t, F&& f) {
   dispatch_float_dtype<half_t, bf16_t>(t, std::forward<F>(f));
 }
 
+// Conversion as on the CPU (cpu/elementwise.cc): 16-bit floats via float,
+// floats to 8- and 16-bit integers via int64 (float_to_small_int).
 template <typename To, typename From>
 __host__ __device__ inline To convert(From v) {
-  if constexpr (std::is_same_v<To, bool>) return static_cast<float>(v) != 0.0f;
-  else if constexpr (is_half_v<To> || is_half_v<From>) return To(static_cast<float>(v));
+  constexpr bool from_float = is_half_v<From> || std::is_floating_point_v<From>;
+  if constexpr (std::is_same_v<To, bool>) {
+    if constexpr (is_half_v<From>) return static_cast<float>(v) != 0.0f;
+    else return v != From(0);
+  } else if constexpr (from_float && std::is_integral_v<To> && sizeof(To) <= 2) {
+    if constexpr (is_half_v<From>) return float_to_small_int<To>(static_cast<float>(v));
+    else return float_to_small_int<To>(v);
+  } else if constexpr (is_half_v<To> || is_half_v<From>) return To(static_cast<float>(v));
   else return static_cast<To>(v);
 }
 
@@ -115,5 +130,6 @@ void copy_strided(Dtype dtype, const void* src, const Shape& shape, const Stride
 // A temporary device buffer on ctx's stream; freed (stream-ordered) with the
 // returned handle.
 std::shared_ptr<Buffer> temp_buffer(DeviceContext& ctx, size_t bytes);
+
 
 }  // namespace pyflame::backend::rocm

@@ -28,6 +28,8 @@ __global__ void random_kernel(T* out, int kind, uint64_t key, int64_t low, uint6
     uint64_t b = random_bits(key, static_cast<uint64_t>(i));
     if constexpr (std::is_integral_v<T>) {
       out[i] = static_cast<T>(static_cast<uint64_t>(low) + b % range);  // unsigned: no signed overflow
+    } else if constexpr (std::is_same_v<T, double>) {
+      out[i] = kind == Random::Normal ? normal_f64_from_bits(b) : uniform_f64_from_bits(b);
     } else {
       out[i] = T(kind == Random::Normal ? normal_from_bits(b) : uniform_from_bits(b, mbits));
     }

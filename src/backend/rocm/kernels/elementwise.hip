@@ -33,6 +33,16 @@ struct BinaryF {
   __device__ auto operator()(A x, A y) const { return binary_apply<Op>(x, y); }
 };
 
+// A binary op with one operand a kernel argument: s op x (first), or x op s.
+// The side is a run-time argument (uniform across the grid): one kernel per
+// op and dtype, not two.
+template <BinaryOp Op, typename A>
+struct ScalarBinaryF {
+  A s;
+  bool first;
+  __device__ auto operator()(A x) const { return first ? binary_apply<Op>(s, x) : binary_apply<Op>(x, s); }
+};
+
 template <typename To>
 struct ConvertF {
   template <typename A>
@@ -158,9 +168,7 @@ void copy_strided(Dtype dtype, const void* src, const Shape& shape, const Stride
   }
 }
 
-std::shared_ptr<Buffer> temp_buffer(DeviceContext& ctx, size_t bytes) {
-  return allocate_buffer(ctx.device, bytes);
-}
+std::shared_ptr<Buffer> temp_buffer(DeviceContext& ctx, size_t bytes) { return allocate_on(ctx, bytes); }
 
 // Materializes a transposed float32 matrix (a .T view) with BLAS geam, the
 // library's tuned out-of-place transpose. False for any other layout.
@@ -213,38 +221,46 @@ __global__ void negative_exponent_kernel(const T* e, Indexer<1> ix, int64_t n, i
 }
 
 // Integer pow raises on a negative exponent, as on the CPU: a check kernel
-// and one read-back (integer pow is rare; float pow skips this).
+// whose flag is read at the end of the evaluation (integer pow is rare;
+// float pow skips this).
 void check_int_exponents(const Tensor& e, const Shape& shape, DeviceContext& ctx) {
   const int64_t n = shape_size(shape);
-  auto flag = temp_buffer(ctx, sizeof(int));
-  PF_HIP_CHECK(hipMemsetAsync(flag->ptr, 0, sizeof(int), ctx.stream));
+  int* flag = reinterpret_cast<int*>(deferred_check(ctx, 1, [](const int64_t*) {
+    throw ValueError(errmsg("pow", "integers to negative integer powers are not allowed"));
+  }));
   Indexer<1> ix = make_indexer<1>(shape, {&e.strides()}, "pow");
   dispatch(e.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {  // unsigned: never negative
       negative_exponent_kernel<T><<<grid_for(ctx, n, kThreads), kThreads, 0, ctx.stream>>>(
-          e.data<T>(), ix, n, static_cast<int*>(flag->ptr));
+          e.data<T>(), ix, n, flag);
       PF_HIP_CHECK_LAUNCH();
     }
   });
-  int h = 0;
-  PF_HIP_CHECK(hipMemcpyAsync(&h, flag->ptr, sizeof(int), hipMemcpyDeviceToHost, ctx.stream));
-  PF_HIP_CHECK(hipStreamSynchronize(ctx.stream));
-  if (h) throw ValueError(errmsg("pow", "integers to negative integer powers are not allowed"));
 }
 }  // namespace
 
 void Binary::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   DeviceContext& ctx = context(out.device().index);
   DeviceGuard g(ctx.device);
-  if (op == BinaryOp::Pow && is_integral(in[1].dtype()) && in[1].dtype() != Dtype::Bool) {
-    check_int_exponents(in[1], out.shape(), ctx);
+  // A scalar exponent was checked when the op was recorded.
+  const int exponent = has_scalar() ? (scalar_side == 0 ? 0 : -1) : 1;
+  if (op == BinaryOp::Pow && exponent >= 0 && is_integral(in[exponent].dtype()) &&
+      in[exponent].dtype() != Dtype::Bool) {
+    check_int_exponents(in[exponent], out.shape(), ctx);
   }
   visit_binary(op, [&](auto opc) {
     constexpr BinaryOp O = decltype(opc)::value;
     dispatch(in[0].dtype(), [&](auto tag) {
       using T = decltype(tag);
       using R = binary_out_t<decltype(opc), T>;
+      if (has_scalar()) {
+        // Converted as Full::eval_gpu stores it, then widened as a load is.
+        const auto s = static_cast<acc_t<T>>(convert<T>(static_cast<acc_t<T>>(scalar)));
+        launch_map<1, T, R>(out.data<R>(), {in[0].data<T>()}, out.shape(), {&in[0].strides()},
+                            ScalarBinaryF<O, acc_t<T>>{s, scalar_side == 0}, ctx, name());
+        return;
+      }
       launch_map<2, T, R>(out.data<R>(), {in[0].data<T>(), in[1].data<T>()}, out.shape(),
                           {&in[0].strides(), &in[1].strides()}, BinaryF<O>{}, ctx, name());
     });

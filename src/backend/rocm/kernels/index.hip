@@ -101,20 +101,21 @@ __global__ void pad_kernel(T* out, const T* x, PadParams p, T value, int64_t n) 
 
 template <typename T>
 __global__ void dropout_kernel(T* out, const T* x, Indexer<1> ix, uint64_t key, uint64_t threshold,
-                               float scale, int64_t n) {
+                               double scale, int64_t n) {
   PF_GRID_STRIDE(i, n) {
     int64_t o[1];
     ix.offsets(i, o);
     const bool keep = (random_bits(key, static_cast<uint64_t>(i)) >> 40) >= threshold;
-    out[i] = T(static_cast<float>(x[o[0]]) * (keep ? scale : 0.0f));
+    using A = acc_float_t<T>;  // float64 scales in double
+    out[i] = T(static_cast<A>(x[o[0]]) * (keep ? static_cast<A>(scale) : A(0)));
   }
 }
 
 // out[o[2] + j * ax_stride] += src[o[0]], j = idx[o[1]]; out is float32
-// (the output itself, or the float32 buffer of a 16-bit one). Range flag as
-// in gather_kernel.
-template <typename T, typename I>
-__global__ void scatter_add_kernel(float* out, const T* src, const I* idx, Indexer<3> ix,
+// (the output itself, or the float32 buffer of a 16-bit one) or float64.
+// Range flag as in gather_kernel.
+template <typename T, typename I, typename A>
+__global__ void scatter_add_kernel(A* out, const T* src, const I* idx, Indexer<3> ix,
                                    int64_t ax_stride, int64_t ax_size, int64_t n, long long* flag) {
   PF_GRID_STRIDE(i, n) {
     int64_t o[3];
@@ -125,7 +126,7 @@ __global__ void scatter_add_kernel(float* out, const T* src, const I* idx, Index
       flag[0] = 1;
       continue;
     }
-    atomicAdd(out + o[2] + j * ax_stride, static_cast<float>(src[o[0]]));
+    atomicAdd(out + o[2] + j * ax_stride, static_cast<A>(src[o[0]]));
   }
 }
 
@@ -143,27 +144,21 @@ __global__ void pad_grad_kernel(T* out, const T* c, Indexer<1> ix, int64_t c_ste
     int64_t o[1];
     ix.offsets(i, o);
     const T* line = c + o[0];
-    float acc = 0.0f;
-    auto add = [&](int64_t j) { acc += static_cast<float>(line[j * c_step]); };
+    acc_float_t<T> acc = 0;
+    auto add = [&](int64_t j) { acc += static_cast<acc_float_t<T>>(line[j * c_step]); };
     for_each_pad_preimage(static_cast<PadMode>(mode), (i / inner) % size, lo, size, m, add);
     out[i] = convert<T>(acc);
   }
 }
 
-// Reads a kernel's range flag back (stream-ordered): the bad index, if any.
-std::optional<int64_t> read_range_flag(DeviceContext& ctx, const void* flag) {
-  long long report[2] = {0, 0};
-  PinnedMemoryPool& pool = get_pinned_pool();
-  void* host = pool.acquire(sizeof(report));
-  hipError_t err = hipMemcpyAsync(host, flag, sizeof(report), hipMemcpyDeviceToHost, ctx.stream);
-  if (err == hipSuccess) err = hipStreamSynchronize(ctx.stream);
-  if (err == hipSuccess) std::memcpy(report, host, sizeof(report));
-  pool.release(host);
-  PF_HIP_CHECK(err);
-  if (report[0]) return static_cast<int64_t>(report[1]);
-  return std::nullopt;
+// A range flag for gather_kernel / scatter_add_kernel, read at the end of
+// the evaluation: IndexError naming `fn` with the bad index.
+long long* range_flag(DeviceContext& ctx, const char* fn, int axis, int64_t ax_size) {
+  return reinterpret_cast<long long*>(deferred_check(ctx, 2, [fn, axis, ax_size](const int64_t* w) {
+    throw IndexError(gather_range_error(fn, axis, w[1], ax_size));
+  }));
 }
-}  // namespace
+
 }  // namespace pyflame::backend::rocm
 
 namespace pyflame {
@@ -198,21 +193,18 @@ void Gather::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   xs[axis] = 0;
   const int64_t n = out.size();
   Indexer<2> ix = make_indexer<2>(out.shape(), {&xs, &index.strides()}, name());
-  auto flag = temp_buffer(ctx, 2 * sizeof(long long));
-  PF_HIP_CHECK(hipMemsetAsync(flag->ptr, 0, 2 * sizeof(long long), ctx.stream));
+  long long* flag = range_flag(ctx, fn, axis, ax_size);
   dispatch_bits(out.itemsize(), [&](auto tag) {
     using T = decltype(tag);
     auto run = [&](auto itag) {
       using I = decltype(itag);
       gather_kernel<T, I><<<grid_for(ctx, n, kThreads), kThreads, 0, ctx.stream>>>(
-          out.data<T>(), x.data<T>(), index.data<I>(), ix, ax_stride, ax_size, n,
-          static_cast<long long*>(flag->ptr));
+          out.data<T>(), x.data<T>(), index.data<I>(), ix, ax_stride, ax_size, n, flag);
       PF_HIP_CHECK_LAUNCH();
     };
     if (index.dtype() == Dtype::Int32) run(int32_t{});
     else run(int64_t{});
   });
-  if (auto bad = read_range_flag(ctx, flag->ptr)) throw IndexError(range_error(*bad, ax_size));
 }
 
 void Pad::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
@@ -250,7 +242,8 @@ void Dropout::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   dispatch_float(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     dropout_kernel<T><<<grid_for(ctx, n, kThreads), kThreads, 0, ctx.stream>>>(
-        out.data<T>(), x.data<T>(), ix, key, threshold(), scale(), n);
+        out.data<T>(), x.data<T>(), ix, key, threshold(),
+        std::is_same_v<T, double> ? 1.0 / (1.0 - p) : double(scale()), n);  // as the CPU
     PF_HIP_CHECK_LAUNCH();
   });
 }
@@ -263,33 +256,34 @@ void ScatterAdd::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   const int64_t ax_stride = os[axis], ax_size = out.shape()[axis];
   os[axis] = 0;
   const int64_t n = index.size(), total = out.size();
-  // 16-bit outputs accumulate in a float32 buffer and round once at the end.
+  // 16-bit outputs accumulate in a float32 buffer and round once at the end;
+  // float32 and float64 ones accumulate in place.
   std::shared_ptr<Buffer> acc;
-  float* dst = nullptr;
-  if (out.dtype() == Dtype::Float32) {
-    dst = out.data<float>();
+  void* dst = nullptr;
+  if (out.dtype() == Dtype::Float32 || out.dtype() == Dtype::Float64) {
+    dst = out.raw_data();
   } else {
     acc = temp_buffer(ctx, std::max<int64_t>(total, 1) * sizeof(float));
-    dst = static_cast<float*>(acc->ptr);
+    dst = acc->ptr;
   }
-  if (total > 0) PF_HIP_CHECK(hipMemsetAsync(dst, 0, total * sizeof(float), ctx.stream));
-  auto flag = temp_buffer(ctx, 2 * sizeof(long long));
-  PF_HIP_CHECK(hipMemsetAsync(flag->ptr, 0, 2 * sizeof(long long), ctx.stream));
+  const size_t acc_size = out.dtype() == Dtype::Float64 ? sizeof(double) : sizeof(float);
+  if (total > 0) PF_HIP_CHECK(hipMemsetAsync(dst, 0, total * acc_size, ctx.stream));
+  long long* flag = n > 0 ? range_flag(ctx, fn, axis, ax_size) : nullptr;
   Indexer<3> ix = make_indexer<3>(index.shape(), {&src.strides(), &index.strides(), &os}, name());
   dispatch_float(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
+    using A = acc_float_t<T>;
     auto run = [&](auto itag) {
       using I = decltype(itag);
       if (n > 0) {
-        scatter_add_kernel<T, I><<<grid_for(ctx, n, kThreads), kThreads, 0, ctx.stream>>>(
-            dst, src.data<T>(), index.data<I>(), ix, ax_stride, ax_size, n,
-            static_cast<long long*>(flag->ptr));
+        scatter_add_kernel<T, I, A><<<grid_for(ctx, n, kThreads), kThreads, 0, ctx.stream>>>(
+            static_cast<A*>(dst), src.data<T>(), index.data<I>(), ix, ax_stride, ax_size, n, flag);
         PF_HIP_CHECK_LAUNCH();
       }
-      if constexpr (!std::is_same_v<T, float>) {
+      if constexpr (is_half_v<T>) {
         if (total > 0) {
           round_from_float_kernel<T><<<grid_for(ctx, total, kThreads), kThreads, 0, ctx.stream>>>(
-              out.data<T>(), dst, total);
+              out.data<T>(), static_cast<const float*>(dst), total);
           PF_HIP_CHECK_LAUNCH();
         }
       }
@@ -297,8 +291,6 @@ void ScatterAdd::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
     if (index.dtype() == Dtype::Int32) run(int32_t{});
     else run(int64_t{});
   });
-  if (n == 0) return;
-  if (auto bad = read_range_flag(ctx, flag->ptr)) throw IndexError(range_error(*bad, ax_size));
 }
 
 void PadGrad::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {

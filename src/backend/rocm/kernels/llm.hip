@@ -262,7 +262,8 @@ __global__ void gemv_finish(const float* part, T* y, int64_t O, int splits) {
 // along k or along the output. Returns false (nothing launched) otherwise,
 // and Matmul::eval_gpu goes on with BLAS.
 bool try_gemv(const std::vector<Tensor>& in, Tensor& out) {
-  if (!is_floating(out.dtype()) || in.size() != 2) return false;
+  // float64 goes to BLAS: this kernel accumulates in float32.
+  if (!is_floating(out.dtype()) || out.dtype() == Dtype::Float64 || in.size() != 2) return false;
   const Tensor &a = in[0], &b = in[1];
   const int nd = out.ndim();
   if (nd < 2 || a.dtype() != out.dtype() || b.dtype() != out.dtype()) return false;

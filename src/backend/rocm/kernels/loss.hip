@@ -56,7 +56,7 @@ __device__ __forceinline__ float ce_loss(float xt, float wt, float m, float lse,
 }
 
 // A finite reference value for the smoothing sums (keeps them small).
-__device__ __forceinline__ float pivot_of(float v) { return isfinite(v) ? v : 0.0f; }
+__device__ __forceinline__ float pivot_of(float v) { return ::isfinite(v) ? v : 0.0f; }
 
 template <typename T, typename I, bool kSmooth>
 __global__ void __launch_bounds__(kLossMaxThreads)
@@ -165,14 +165,14 @@ RowsNCS rows_of(const Tensor& scores) {
   return {N * (scores.size() / (N * C)), C, scores.size() / (N * C)};
 }
 
-// A zeroed device word for out-of-range targets.
-std::shared_ptr<Buffer> bad_flag(DeviceContext& ctx) {
-  auto flag = temp_buffer(ctx, sizeof(int64_t));
-  PF_HIP_CHECK(hipMemsetAsync(flag->ptr, 0, sizeof(int64_t), ctx.stream));
-  return flag;
+// A zeroed device word for out-of-range targets (the kernels store the bad
+// target), read at the end of the evaluation: IndexError naming `fn`.
+int64_t* bad_target_flag(DeviceContext& ctx, const char* fn, int64_t C, int64_t ignore) {
+  return deferred_check(ctx, 1, [fn, C, ignore](const int64_t* w) {
+    throw IndexError(loss_target_error(fn, w[0], C, ignore));
+  });
 }
 
-// Reads the flag back once the kernel has run; raises IndexError when set.
 // Copies x to y; flags an element outside [lo, hi] or NaN.
 __global__ void check_range_kernel(const float* x, float* y, int64_t n, float lo, float hi, int64_t* bad) {
   PF_GRID_STRIDE(i, n) {
@@ -180,14 +180,6 @@ __global__ void check_range_kernel(const float* x, float* y, int64_t n, float lo
     if (!(v >= lo && v <= hi)) *bad = 1;
     y[i] = v;
   }
-}
-
-void raise_bad_target(const std::shared_ptr<Buffer>& flag, DeviceContext& ctx, const char* fn,
-                      int64_t C, int64_t ignore) {
-  int64_t h = 0;
-  PF_HIP_CHECK(hipMemcpyAsync(&h, flag->ptr, sizeof(int64_t), hipMemcpyDeviceToHost, ctx.stream));
-  PF_HIP_CHECK(hipStreamSynchronize(ctx.stream));
-  if (h != 0) throw IndexError(loss_target_error(fn, h, C, ignore));
 }
 
 }  // namespace
@@ -202,8 +194,7 @@ void CrossEntropy::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   DeviceGuard g(ctx.device);
   const RowsNCS R = rows_of(in[0]);
   const float* w = has_weight ? in[2].data<float>() : nullptr;
-  auto flag = bad_flag(ctx);
-  int64_t* bad = static_cast<int64_t*>(flag->ptr);
+  int64_t* bad = bad_target_flag(ctx, name(), R.C, ignore_index);
   const float sm = static_cast<float>(label_smoothing);
   const bool smooth = label_smoothing != 0.0;
   dispatch_float(in[0].dtype(), [&](auto tag) {
@@ -237,7 +228,6 @@ void CrossEntropy::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
       PF_HIP_CHECK_LAUNCH();
     });
   });
-  raise_bad_target(flag, ctx, name(), R.C, ignore_index);
 }
 
 void NllLoss::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
@@ -245,18 +235,16 @@ void NllLoss::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   DeviceGuard g(ctx.device);
   const RowsNCS R = rows_of(in[0]);
   const float* w = has_weight ? in[2].data<float>() : nullptr;
-  auto flag = bad_flag(ctx);
+  int64_t* bad = bad_target_flag(ctx, name(), R.C, ignore_index);
   dispatch_float(in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
     dispatch_index(in[1].dtype(), [&](auto itag) {
       using I = decltype(itag);
       nll_kernel<T, I><<<grid_for(ctx, R.rows, kThreads), kThreads, 0, ctx.stream>>>(
-          in[0].data<T>(), in[1].data<I>(), w, out.data<float>(), static_cast<int64_t*>(flag->ptr),
-          R.rows, R.C, R.S, ignore_index);
+          in[0].data<T>(), in[1].data<I>(), w, out.data<float>(), bad, R.rows, R.C, R.S, ignore_index);
       PF_HIP_CHECK_LAUNCH();
     });
   });
-  raise_bad_target(flag, ctx, name(), R.C, ignore_index);
 }
 
 void TargetWeight::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
@@ -275,15 +263,12 @@ void TargetWeight::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
 void CheckRange::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   DeviceContext& ctx = context(out.device().index);
   DeviceGuard g(ctx.device);
-  auto flag = bad_flag(ctx);
+  // Read at the end of the evaluation.
+  int64_t* bad = deferred_check(ctx, 1, [msg = message](const int64_t*) { throw ValueError(msg); });
   const int64_t n = out.size();
   check_range_kernel<<<grid_for(ctx, n, kThreads), kThreads, 0, ctx.stream>>>(
-      in[0].data<float>(), out.data<float>(), n, lo, hi, static_cast<int64_t*>(flag->ptr));
+      in[0].data<float>(), out.data<float>(), n, lo, hi, bad);
   PF_HIP_CHECK_LAUNCH();
-  int64_t h = 0;
-  PF_HIP_CHECK(hipMemcpyAsync(&h, flag->ptr, sizeof(int64_t), hipMemcpyDeviceToHost, ctx.stream));
-  PF_HIP_CHECK(hipStreamSynchronize(ctx.stream));
-  if (h != 0) throw ValueError(message);
 }
 
 }  // namespace pyflame

@@ -88,7 +88,7 @@ void Matmul::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
     const void* pb = dense(b, hb);
     dispatch(out.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      if constexpr (std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>) {
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
         matmul_int<T><<<grid_for(ctx, out.size(), kThreads), kThreads, 0, ctx.stream>>>(
             static_cast<const T*>(pa), static_cast<const T*>(pb), out.data<T>(), M, N, K, out.size());
         PF_HIP_CHECK_LAUNCH();

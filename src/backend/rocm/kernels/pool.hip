@@ -55,7 +55,7 @@ __global__ void max_pool_kernel(const T* x, T* y, PoolGeom g, int64_t total) {
     const int64_t plane = r / g.out[0];
     const T* xp = x + plane * g.in[0] * g.in[1] * g.in[2];
     const int64_t z0 = oz * g.s[0] - g.p[0], y0 = oy * g.s[1] - g.p[1], x0 = ox * g.s[2] - g.p[2];
-    float m = -INFINITY;
+    acc_float_t<T> m = -INFINITY;
     for (int64_t a = 0; a < g.k[0]; ++a) {
       const int64_t iz = z0 + a * g.d[0];
       if (iz < 0 || iz >= g.in[0]) continue;
@@ -66,7 +66,7 @@ __global__ void max_pool_kernel(const T* x, T* y, PoolGeom g, int64_t total) {
         for (int64_t c = 0; c < g.k[2]; ++c) {
           const int64_t ix = x0 + c * g.d[2];
           if (ix < 0 || ix >= g.in[2]) continue;
-          const float v = static_cast<float>(row[ix]);
+          const acc_float_t<T> v = static_cast<acc_float_t<T>>(row[ix]);
           if (v > m || v != v) m = v;
         }
       }
@@ -95,16 +95,16 @@ __global__ void avg_pool_kernel(const T* x, T* y, PoolGeom g, int64_t total) {
     const int64_t za = imax(z0, 0), zb = imin(z1, g.in[0]);
     const int64_t ya = imax(y0, 0), yb = imin(y1, g.in[1]);
     const int64_t xa = imax(x0, 0), xb = imin(x1, g.in[2]);
-    float sum = 0.0f;
+    acc_float_t<T> sum = acc_float_t<T>(0);
     for (int64_t iz = za; iz < zb; ++iz) {
       for (int64_t iy = ya; iy < yb; ++iy) {
         const T* row = xp + (iz * g.in[1] + iy) * g.in[2];
-        for (int64_t ix = xa; ix < xb; ++ix) sum += static_cast<float>(row[ix]);
+        for (int64_t ix = xa; ix < xb; ++ix) sum += static_cast<acc_float_t<T>>(row[ix]);
       }
     }
     const int64_t inside = imax(zb - za, 0) * imax(yb - ya, 0) * imax(xb - xa, 0);
     const int64_t div = g.divisor ? g.divisor : g.include_pad ? padded : inside;
-    y[i] = T(sum / static_cast<float>(div));
+    y[i] = T(sum / static_cast<acc_float_t<T>>(div));
   }
 }
 
@@ -126,12 +126,12 @@ __global__ void adaptive_pool_kernel(const T* x, T* y, Adaptive3 g, int64_t tota
     const int64_t za = oz * g.in[0] / g.out[0], zb = ((oz + 1) * g.in[0] + g.out[0] - 1) / g.out[0];
     const int64_t ya = oy * g.in[1] / g.out[1], yb = ((oy + 1) * g.in[1] + g.out[1] - 1) / g.out[1];
     const int64_t xa = ox * g.in[2] / g.out[2], xb = ((ox + 1) * g.in[2] + g.out[2] - 1) / g.out[2];
-    float acc = kMax ? -INFINITY : 0.0f;
+    acc_float_t<T> acc = kMax ? -INFINITY : acc_float_t<T>(0);
     for (int64_t iz = za; iz < zb; ++iz) {
       for (int64_t iy = ya; iy < yb; ++iy) {
         const T* row = xp + (iz * g.in[1] + iy) * g.in[2];
         for (int64_t ix = xa; ix < xb; ++ix) {
-          const float v = static_cast<float>(row[ix]);
+          const acc_float_t<T> v = static_cast<acc_float_t<T>>(row[ix]);
           if (kMax) {
             if (v > acc || v != v) acc = v;
           } else {
@@ -140,7 +140,7 @@ __global__ void adaptive_pool_kernel(const T* x, T* y, Adaptive3 g, int64_t tota
         }
       }
     }
-    y[i] = kMax ? T(acc) : T(acc / static_cast<float>((zb - za) * (yb - ya) * (xb - xa)));
+    y[i] = kMax ? T(acc) : T(acc / static_cast<acc_float_t<T>>((zb - za) * (yb - ya) * (xb - xa)));
   }
 }
 
@@ -163,7 +163,7 @@ __global__ void max_pool_argmax(const T* x, int64_t* arg, PoolGeom g, int64_t to
     const T* xp = x + plane * g.in[0] * g.in[1] * g.in[2];
     const int64_t z0 = oz * g.s[0] - g.p[0], y0 = oy * g.s[1] - g.p[1], x0 = ox * g.s[2] - g.p[2];
     int64_t best = -1;
-    float m = 0.0f;
+    acc_float_t<T> m = acc_float_t<T>(0);
     for (int64_t a = 0; a < g.k[0]; ++a) {
       const int64_t iz = z0 + a * g.d[0];
       if (iz < 0 || iz >= g.in[0]) continue;
@@ -174,7 +174,7 @@ __global__ void max_pool_argmax(const T* x, int64_t* arg, PoolGeom g, int64_t to
           const int64_t ix = x0 + c * g.d[2];
           if (ix < 0 || ix >= g.in[2]) continue;
           const int64_t at = (iz * g.in[1] + iy) * g.in[2] + ix;
-          const float v = static_cast<float>(xp[at]);
+          const acc_float_t<T> v = static_cast<acc_float_t<T>>(xp[at]);
           if (best < 0 || v > m || v != v) m = v, best = at;
         }
       }
@@ -216,7 +216,7 @@ __global__ void pool_grad_gather(const T* gy, const int64_t* arg, T* dx, PoolGeo
     const int64_t self = (iz * g.in[1] + iy) * g.in[2] + ix;
     const int64_t ovol = g.out[0] * g.out[1] * g.out[2];
     const T* gp = gy + plane * ovol;
-    float acc = 0.0f;
+    acc_float_t<T> acc = acc_float_t<T>(0);
     // Taps are scanned per axis in chunks, so large kernels need no large arrays.
     for (int64_t ta = 0; ta < g.k[0]; ta += kCands) {
       int64_t oz[kCands];
@@ -235,7 +235,7 @@ __global__ void pool_grad_gather(const T* gy, const int64_t* arg, T* dx, PoolGeo
               for (int c = 0; c < nx; ++c) {
                 const int64_t o = (oz[a] * g.out[1] + oy[b]) * g.out[2] + ox[c];
                 if (kMax) {
-                  if (arg[plane * ovol + o] == self) acc += static_cast<float>(gp[o]);
+                  if (arg[plane * ovol + o] == self) acc += static_cast<acc_float_t<T>>(gp[o]);
                 } else {
                   // The forward divisor of window o (avg pooling has no dilation).
                   const int64_t z0 = oz[a] * g.s[0] - g.p[0], y0 = oy[b] * g.s[1] - g.p[1];
@@ -248,7 +248,7 @@ __global__ void pool_grad_gather(const T* gy, const int64_t* arg, T* dx, PoolGeo
                     div = (imin(z1, g.in[0]) - imax(z0, 0)) * (imin(y1, g.in[1]) - imax(y0, 0)) *
                           (imin(x1, g.in[2]) - imax(x0, 0));
                   }
-                  acc += static_cast<float>(gp[o]) / static_cast<float>(div);
+                  acc += static_cast<acc_float_t<T>>(gp[o]) / static_cast<acc_float_t<T>>(div);
                 }
               }
             }
@@ -277,12 +277,12 @@ __global__ void adaptive_max_argmax(const T* x, int64_t* arg, Adaptive3 g, int64
     const int64_t plane = r / g.out[0];
     const T* xp = x + plane * g.in[0] * g.in[1] * g.in[2];
     int64_t best = -1;
-    float m = 0.0f;
+    acc_float_t<T> m = acc_float_t<T>(0);
     for (int64_t iz = adaptive_lo(oz, g.in[0], g.out[0]); iz < adaptive_hi(oz, g.in[0], g.out[0]); ++iz) {
       for (int64_t iy = adaptive_lo(oy, g.in[1], g.out[1]); iy < adaptive_hi(oy, g.in[1], g.out[1]); ++iy) {
         for (int64_t ix = adaptive_lo(ox, g.in[2], g.out[2]); ix < adaptive_hi(ox, g.in[2], g.out[2]); ++ix) {
           const int64_t at = (iz * g.in[1] + iy) * g.in[2] + ix;
-          const float v = static_cast<float>(xp[at]);
+          const acc_float_t<T> v = static_cast<acc_float_t<T>>(xp[at]);
           if (best < 0 || v > m || v != v) m = v, best = at;
         }
       }
@@ -304,7 +304,7 @@ __global__ void adaptive_grad_gather(const T* gy, const int64_t* arg, T* dx, Ada
     const int64_t self = (iz * g.in[1] + iy) * g.in[2] + ix;
     const int64_t ovol = g.out[0] * g.out[1] * g.out[2];
     const T* gp = gy + plane * ovol;
-    float acc = 0.0f;
+    acc_float_t<T> acc = acc_float_t<T>(0);
     // Inverting the window rule: the outputs whose windows hold i.
     const int64_t za = iz * g.out[0] / g.in[0], zb = ((iz + 1) * g.out[0] + g.in[0] - 1) / g.in[0];
     const int64_t ya = iy * g.out[1] / g.in[1], yb = ((iy + 1) * g.out[1] + g.in[1] - 1) / g.in[1];
@@ -314,12 +314,12 @@ __global__ void adaptive_grad_gather(const T* gy, const int64_t* arg, T* dx, Ada
         for (int64_t ox = xa; ox < xb; ++ox) {
           const int64_t o = (oz * g.out[1] + oy) * g.out[2] + ox;
           if (kMax) {
-            if (arg[plane * ovol + o] == self) acc += static_cast<float>(gp[o]);
+            if (arg[plane * ovol + o] == self) acc += static_cast<acc_float_t<T>>(gp[o]);
           } else {
             const int64_t n = (adaptive_hi(oz, g.in[0], g.out[0]) - adaptive_lo(oz, g.in[0], g.out[0])) *
                               (adaptive_hi(oy, g.in[1], g.out[1]) - adaptive_lo(oy, g.in[1], g.out[1])) *
                               (adaptive_hi(ox, g.in[2], g.out[2]) - adaptive_lo(ox, g.in[2], g.out[2]));
-            acc += static_cast<float>(gp[o]) / static_cast<float>(n);
+            acc += static_cast<acc_float_t<T>>(gp[o]) / static_cast<acc_float_t<T>>(n);
           }
         }
       }

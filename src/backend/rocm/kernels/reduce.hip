@@ -16,11 +16,11 @@ template <ReduceOp Op, typename T>
 struct RTraits {
   static constexpr bool kExt = Op == ReduceOp::Max || Op == ReduceOp::Min;
   static constexpr bool kInt = std::is_integral_v<T>;  // bool included
-  // Accumulator: float for floats, int64 for integer sums and products, double
-  // for integer means (an int64 sum of large values would wrap, as NumPy
-  // avoids too), the value type for max/min.
+  // Accumulator: float for floats (double for float64), int64 for integer
+  // sums and products, double for integer means (an int64 sum of large values
+  // would wrap, as NumPy avoids too), the value type for max/min.
   using IntAcc = std::conditional_t<Op == ReduceOp::Mean, double, int64_t>;
-  using A = std::conditional_t<kExt, acc_t<T>, std::conditional_t<kInt, IntAcc, float>>;
+  using A = std::conditional_t<kExt, acc_t<T>, std::conditional_t<kInt, IntAcc, acc_t<T>>>;
   // Output (as ops/reduce.cc): integer sums/products widen to int64, integer means give float32.
   using R = std::conditional_t<!kInt, T,
             std::conditional_t<Op == ReduceOp::Sum || Op == ReduceOp::Prod, int64_t,
@@ -95,7 +95,7 @@ __global__ void reduce_rows(const T* in, R* out, A* partial, int64_t rows, int64
       if (partial) {
         partial[b] = acc;
       } else if constexpr (Op == ReduceOp::Mean) {
-        out[row] = convert<R>(static_cast<float>(static_cast<double>(acc) / static_cast<double>(count)));
+        out[row] = convert<R>(static_cast<acc_t<R>>(static_cast<double>(acc) / static_cast<double>(count)));
       } else {
         out[row] = convert<R>(acc);
       }

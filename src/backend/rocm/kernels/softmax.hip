@@ -160,26 +160,34 @@ softmax_rows_cached(const T* __restrict__ x, T* __restrict__ y, int64_t rows, in
   }
 }
 
-// Any row length: the row is read three times (max, sum, write).
+// float64 rows compute in double, the others in float.
+__device__ inline float exp_acc(float v) { return expf(v); }
+__device__ inline double exp_acc(double v) { return ::exp(v); }
+__device__ inline float log_acc(float v) { return logf(v); }
+__device__ inline double log_acc(double v) { return ::log(v); }
+
+// Any row length: the row is read three times (max, sum, write). The only
+// kernel for float64.
 template <typename T, bool kLog>
 __global__ void __launch_bounds__(1024)
 softmax_rows_generic(const T* __restrict__ in, T* __restrict__ out, int64_t rows, int64_t cols) {
+  using F = std::conditional_t<std::is_same_v<T, double>, double, float>;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* x = in + r * cols;
     T* y = out + r * cols;
-    float mx = -INFINITY;
-    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) mx = gpu::MaxOp{}(mx, float(x[j]));
+    F mx = -INFINITY;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) mx = gpu::MaxOp{}(mx, F(x[j]));
     mx = gpu::block_reduce_max(mx);
-    float sum = 0.0f;
-    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) sum += expf(float(x[j]) - mx);
+    F sum = 0;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) sum += exp_acc(F(x[j]) - mx);
     sum = gpu::block_reduce_sum(sum);
     if (kLog) {
       // (x - max) - log(sum): adding log(sum) to a large max first would round it away.
-      const float log_sum = logf(sum);
-      for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) y[j] = T((float(x[j]) - mx) - log_sum);
+      const F log_sum = log_acc(sum);
+      for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) y[j] = T((F(x[j]) - mx) - log_sum);
     } else {
-      const float inv = 1.0f / sum;
-      for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) y[j] = T(expf(float(x[j]) - mx) * inv);
+      const F inv = F(1) / sum;
+      for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) y[j] = T(exp_acc(F(x[j]) - mx) * inv);
     }
   }
 }
@@ -223,7 +231,7 @@ void run_cached(int iters, int threads, const T* x, T* y, int64_t rows, int64_t 
 }
 
 template <typename T, bool kLog>
-void run_softmax(const T* x, T* y, int64_t rows, int64_t cols, DeviceContext& ctx) {
+void run_softmax_float(const T* x, T* y, int64_t rows, int64_t cols, DeviceContext& ctx) {
   constexpr int kVec = 16 / sizeof(T);
   const bool vec = cols % kVec == 0 && aligned16(x) && aligned16(y);
   const int64_t slots = vec ? cols / kVec : cols;
@@ -243,6 +251,16 @@ void run_softmax(const T* x, T* y, int64_t rows, int64_t cols, DeviceContext& ct
   const int threads_g = cols >= 16384 ? 1024 : 512;
   softmax_rows_generic<T, kLog><<<capped_grid(ctx, rows), threads_g, 0, ctx.stream>>>(x, y, rows, cols);
   PF_HIP_CHECK_LAUNCH();
+}
+
+template <typename T, bool kLog>
+void run_softmax(const T* x, T* y, int64_t rows, int64_t cols, DeviceContext& ctx) {
+  if constexpr (std::is_same_v<T, double>) {
+    softmax_rows_generic<T, kLog><<<capped_grid(ctx, rows), 256, 0, ctx.stream>>>(x, y, rows, cols);
+    PF_HIP_CHECK_LAUNCH();
+  } else {
+    run_softmax_float<T, kLog>(x, y, rows, cols, ctx);
+  }
 }
 
 }  // namespace

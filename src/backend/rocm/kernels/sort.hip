@@ -18,8 +18,10 @@ namespace pyflame::backend::rocm {
 
 namespace {
 
+// Bool and 8/16-bit integers sort as int32: the index array after the keys in
+// shared memory stays 4-byte aligned.
 template <typename T>
-using key_t = std::conditional_t<std::is_same_v<T, bool>, int32_t, acc_t<T>>;
+using key_t = std::conditional_t<std::is_integral_v<T> && sizeof(T) < 4, int32_t, acc_t<T>>;
 
 constexpr int kArgThreads = 256;
 constexpr size_t kSharedSortBytes = 32 * 1024;
@@ -186,18 +188,6 @@ __global__ void multinomial_kernel(const T* p, int64_t* out, int64_t V, int64_t 
   }
 }
 
-int read_status(DeviceContext& ctx, const void* flag) {
-  int status = 0;
-  PinnedMemoryPool& pool = get_pinned_pool();
-  void* host = pool.acquire(sizeof(status));
-  hipError_t err = hipMemcpyAsync(host, flag, sizeof(status), hipMemcpyDeviceToHost, ctx.stream);
-  if (err == hipSuccess) err = hipStreamSynchronize(ctx.stream);
-  if (err == hipSuccess) std::memcpy(&status, host, sizeof(status));
-  pool.release(host);
-  PF_HIP_CHECK(err);
-  return status;
-}
-
 }  // namespace
 }  // namespace pyflame::backend::rocm
 
@@ -271,16 +261,17 @@ void Multinomial::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   DeviceContext& ctx = context(out.device().index);
   DeviceGuard g(ctx.device);
   const int64_t R = in[0].shape()[0], V = in[0].shape()[1];
-  auto status = temp_buffer(ctx, sizeof(int));
-  PF_HIP_CHECK(hipMemsetAsync(status->ptr, 0, sizeof(int), ctx.stream));
+  // The kernels' status code (an int in the low half of a zeroed word: both
+  // platforms are little-endian), read at the end of the evaluation.
+  int* status = reinterpret_cast<int*>(deferred_check(ctx, 1, [](const int64_t* w) {
+    throw RuntimeError(multinomial_error(static_cast<int>(w[0])));
+  }));
   dispatch_float(in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
     multinomial_kernel<T><<<static_cast<unsigned>(R), sampling::kChunks, 0, ctx.stream>>>(
-        in[0].data<T>(), out.data<int64_t>(), V, num_samples, replacement, key,
-        static_cast<int*>(status->ptr));
+        in[0].data<T>(), out.data<int64_t>(), V, num_samples, replacement, key, status);
     PF_HIP_CHECK_LAUNCH();
   });
-  if (int err = read_status(ctx, status->ptr)) throw RuntimeError(multinomial_error(err));
 }
 
 }  // namespace pyflame

@@ -1,0 +1,213 @@
+// The evaluation context (docs/design/eval_context.md): what one evaluation
+// on this thread uses on each GPU, resolved the first time it touches the
+// device and then read without a lock; the multi_stream bundles it takes;
+// the range checks its kernels defer to its end.
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <vector>
+
+#include "backend/rocm/context.h"
+#include "backend/rocm/memory.h"
+#include "pyflame/errors.h"
+#include "runtime/backend.h"
+
+namespace pyflame::backend::rocm {
+
+namespace {
+
+struct Check {
+  DeviceContext* ctx;
+  std::shared_ptr<Buffer> words;  // device memory, zeroed on ctx's stream
+  int count;
+  CheckRaise raise;
+};
+
+struct EvalContext {
+  bool bundles = false;                       // multi_stream: take this evaluation's own contexts
+  DeviceContext* devices[kMaxDevices] = {};   // resolved per device on first use
+  std::vector<int> touched;                   // the devices resolved, to clear at the end
+  std::vector<DeviceContext*> taken;          // bundles to give back at the end
+  std::vector<Check> checks;                  // in the order the kernels made them
+  size_t checks_made = 0;                     // by this evaluation, read or not
+};
+
+// The one evaluation context of this thread (reused: no allocation per
+// evaluation), and whether an evaluation holds it.
+thread_local EvalContext t_storage;
+thread_local EvalContext* t_eval = nullptr;
+
+// ---- multi_stream bundles: whole contexts, pooled per device and reused,
+// so their streams, handles and cached memory stay warm across evaluations.
+// The pool's lock is taken once per device per evaluation, not per op.
+std::atomic<bool> g_multi_stream{false};
+std::mutex g_pool_mu;
+std::vector<DeviceContext*> g_free_bundles[kMaxDevices];  // leaked like the contexts
+
+DeviceContext* take_bundle(int device) {
+  DeviceContext& shared = shared_context(device);
+  DeviceContext* b = nullptr;
+  {
+    std::lock_guard lk(g_pool_mu);
+    auto& pool = g_free_bundles[device];
+    if (!pool.empty()) {
+      b = pool.back();
+      pool.pop_back();
+    }
+  }
+  if (!b) {
+    b = create_context(device);
+    b->bundle = true;
+  }
+  // Work queued on the shared stream (uploads, earlier evaluations with
+  // multi_stream off) comes first.
+  DeviceGuard g(device);
+  order_streams(shared.stream, b->stream);
+  return b;
+}
+
+void give_back(DeviceContext* b) {
+  std::lock_guard lk(g_pool_mu);
+  g_free_bundles[b->device].push_back(b);
+}
+
+DeviceContext& resolve(EvalContext* ev, int device) {
+  check_device(device);
+  if (!ev) return shared_context(device);
+  DeviceContext* c = ev->bundles ? take_bundle(device) : &shared_context(device);
+  if (ev->bundles) ev->taken.push_back(c);
+  ev->devices[device] = c;
+  ev->touched.push_back(device);
+  return *c;
+}
+
+// Waits for a stream without throwing (destructors, error paths).
+void drain(DeviceContext* c) {
+  int prev = -1;
+  (void)hipGetDevice(&prev);
+  (void)hipSetDevice(c->device);
+  (void)hipStreamSynchronize(c->stream);
+  if (prev >= 0) (void)hipSetDevice(prev);
+}
+
+// Reads every pending check with one copy each into pinned memory and one
+// wait per stream, then raises the first that failed.
+void read_checks(EvalContext& ev) {
+  std::vector<Check> checks = std::move(ev.checks);
+  ev.checks.clear();
+  size_t total = 0;
+  for (const Check& c : checks) total += c.count;
+  PinnedMemoryPool& pinned = get_pinned_pool();
+  auto* host = static_cast<int64_t*>(pinned.acquire(total * sizeof(int64_t)));
+  hipError_t err = hipSuccess;
+  std::vector<DeviceContext*> streams;
+  size_t at = 0;
+  for (const Check& c : checks) {
+    DeviceGuard g(c.ctx->device);
+    if (err == hipSuccess) {
+      err = hipMemcpyAsync(host + at, c.words->ptr, c.count * sizeof(int64_t), hipMemcpyDeviceToHost,
+                           c.ctx->stream);
+    }
+    at += c.count;
+    if (std::find(streams.begin(), streams.end(), c.ctx) == streams.end()) streams.push_back(c.ctx);
+  }
+  for (DeviceContext* s : streams) {
+    DeviceGuard g(s->device);
+    hipError_t e = hipStreamSynchronize(s->stream);
+    if (err == hipSuccess) err = e;
+  }
+  std::vector<int64_t> words(host, host + total);
+  pinned.release(host);
+  PF_HIP_CHECK(err);
+  at = 0;
+  for (const Check& c : checks) {
+    if (words[at] != 0) c.raise(words.data() + at);
+    at += c.count;
+  }
+}
+
+}  // namespace
+
+DeviceContext& context(int device) {
+  EvalContext* ev = t_eval;
+  if (ev && static_cast<unsigned>(device) < static_cast<unsigned>(kMaxDevices)) {
+    if (DeviceContext* c = ev->devices[device]) return *c;
+  }
+  return resolve(ev, device);
+}
+
+bool using_bundles() { return t_eval && t_eval->bundles; }
+
+hipStream_t current_stream(int device) {
+  const EvalContext* ev = t_eval;
+  if (ev && static_cast<unsigned>(device) < static_cast<unsigned>(kMaxDevices) && ev->devices[device]) {
+    return ev->devices[device]->stream;
+  }
+  return shared_context(device).stream;
+}
+
+bool multi_stream() { return g_multi_stream.load(); }
+void set_multi_stream(bool on) { g_multi_stream = on; }
+
+int64_t* deferred_check(DeviceContext& ctx, int words, CheckRaise raise) {
+  EvalContext* ev = t_eval;
+  if (!ev) throw RuntimeError(errmsg("eval", "internal error: a device check outside an evaluation"));
+  Check c{&ctx, allocate_on(ctx, words * sizeof(int64_t)), words, std::move(raise)};
+  PF_HIP_CHECK(hipMemsetAsync(c.words->ptr, 0, words * sizeof(int64_t), ctx.stream));
+  auto* p = static_cast<int64_t*>(c.words->ptr);
+  ev->checks.push_back(std::move(c));
+  ++ev->checks_made;
+  return p;
+}
+
+}  // namespace pyflame::backend::rocm
+
+namespace pyflame::runtime {
+
+using namespace backend::rocm;
+
+GpuEvaluation::GpuEvaluation() {
+  if (t_eval) return;  // nested: the outer evaluation's context
+  t_storage.bundles = g_multi_stream.load();
+  t_eval = &t_storage;
+  owner_ = true;
+}
+
+size_t GpuEvaluation::checks_made() const { return t_eval ? t_eval->checks_made : 0; }
+
+void GpuEvaluation::finish() {
+  EvalContext* ev = t_eval;
+  if (!ev) return;
+  // A nested evaluation's results are read by its caller: its checks (and
+  // any the outer one made before) are read now.
+  if (!ev->checks.empty()) read_checks(*ev);
+  if (owner_) {
+    for (DeviceContext* b : ev->taken) {
+      DeviceGuard g(b->device);
+      PF_HIP_CHECK(hipStreamSynchronize(b->stream));
+    }
+  }
+  finished_ = true;
+}
+
+GpuEvaluation::~GpuEvaluation() {
+  if (!owner_) return;
+  EvalContext& ev = *t_eval;
+  // After an error (finish() not reached or raising) the streams are still
+  // drained before the bundles go back, so the next evaluation starts
+  // clean; unread checks are dropped (their memory returns in stream order).
+  ev.checks.clear();
+  ev.checks_made = 0;
+  for (DeviceContext* b : ev.taken) {
+    if (!finished_) drain(b);
+    give_back(b);
+  }
+  ev.taken.clear();
+  for (int d : ev.touched) ev.devices[d] = nullptr;
+  ev.touched.clear();
+  t_eval = nullptr;
+}
+
+std::shared_ptr<Buffer> allocate_gpu(int device, size_t bytes) { return allocate_on(context(device), bytes); }
+
+}  // namespace pyflame::runtime
