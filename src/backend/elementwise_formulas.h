@@ -63,10 +63,18 @@ PF_HD inline T min(T a, T b) {
 }
 
 // Negative exponents are rejected before the kernels run; the e < 0 branch
-// only keeps this total.
+// only keeps this total. uint8 has none (overloads: compilers warn on
+// comparing an unsigned type with 0 or -1).
+template <typename T> PF_HD inline bool negative(T e) { return e < T(0); }
+template <typename T> PF_HD inline T pow_negative(T base, T e) {
+  return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
+}
+PF_HD inline bool negative(unsigned char) { return false; }
+PF_HD inline unsigned char pow_negative(unsigned char, unsigned char) { return 0; }
+
 template <typename T>
 PF_HD inline T int_pow(T base, T e) {
-  if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
+  if (negative(e)) return pow_negative(base, e);
   typedef typename wrap<T>::type U;
   U r = 1, b = static_cast<U>(base);
   while (e) {
