@@ -97,6 +97,31 @@ def gelu_chain(F, p, dt):
     return lambda: F.gelu(x * w + b)
 
 
+_CHAIN_OPS = ("relu", "tanh", "sigmoid", "exp", "sin", "cos", "silu", "gelu")
+
+
+def fused_chain(cold):
+    """A 12-op elementwise chain fused into one region. Cold: the chain's
+    pattern is new at every step (a counter picks its ops, from a random
+    start so no earlier process cached it), so each step pays for the
+    region's first run, run-time compilation included on the GPU. Warm: the
+    same pattern every step, its kernel cached."""
+    def build(F, p, dt):
+        import random
+        x, w = F.rand(p["n"], dtype=dt), F.rand(p["n"], dtype=dt)
+        state = {"k": random.randrange(1 << 20) if cold else 0}
+
+        def step():
+            k = state["k"]
+            state["k"] += 1 if cold else 0
+            y = x * w
+            for bit in range(12):
+                y = getattr(F, _CHAIN_OPS[2 * (bit % 4) + ((k >> bit) & 1)])(y)
+            return y
+        return step
+    return build
+
+
 def reduce_sum(F, p, dt):
     x = F.rand(p["n"], dtype=dt)
     return lambda: F.sum(x)
@@ -342,6 +367,10 @@ WORKLOADS = [
              bytes=lambda p, s: 4 * p["n"] * s,
              targets={"gpu": time_at_most("≤ 0.38 ms, fused", 0.38e-3),
                       "cpu": time_at_most("≤ 40 ms, fused", 40e-3)}),
+    # Compile cost shows as the gap between these two (same size, same op count).
+    *[Workload(f"fused_{kind}", "elementwise", fused_chain(kind == "cold"),
+               tiers(dict(n=M), dict(n=M), dict(n=4096)), n_label, requires=("set_fusion",),
+               bytes=lambda p, s: 3 * p["n"] * s) for kind in ("cold", "warm")],
     Workload("sum", "reduction", reduce_sum, ELEMENT, n_label, bytes=lambda p, s: p["n"] * s,
              targets={"gpu": time_at_most("≤ 0.10 ms", 0.10e-3)}),
     Workload("softmax", "softmax", softmax_rows, ROWS, rows_label,

@@ -54,6 +54,9 @@ elseif(PYFLAME_GPU_BACKEND STREQUAL "ROCM")
   find_package(hip REQUIRED CONFIG)
   find_package(rocblas REQUIRED CONFIG)
   find_package(miopen REQUIRED CONFIG)
+  # hipRTC (run-time compiled fused kernels): its own library next to the HIP runtime.
+  find_library(PYFLAME_HIPRTC NAMES hiprtc libhiprtc.so.6 HINTS ${ROCM_PATH}/lib
+               ${ROCM_PATH}/lib/x86_64-linux-gnu REQUIRED)
   if(PYFLAME_HIP_MODE STREQUAL "HIP")
     set(CMAKE_HIP_ARCHITECTURES ${PYFLAME_HIP_ARCHITECTURES})
     enable_language(HIP)
@@ -92,7 +95,9 @@ function(pyflame_add_gpu_backend target)
     set_source_files_properties(${hip_sources} PROPERTIES LANGUAGE CUDA)
     target_compile_definitions(${target} PUBLIC PYFLAME_GPU_CUDA)
     target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-O3 --expt-relaxed-constexpr -Xcompiler=-fPIC>)
-    target_link_libraries(${target} PUBLIC CUDA::cudart CUDA::cublas ${PYFLAME_CUDNN})
+    # NVRTC and the driver API (cuModuleLoadData, cuLaunchKernel): run-time compiled fused kernels.
+    target_link_libraries(${target} PUBLIC CUDA::cudart CUDA::cublas ${PYFLAME_CUDNN} CUDA::nvrtc
+                          CUDA::cuda_driver)
   else()
     if(PYFLAME_HIP_MODE STREQUAL "HIP")
       set_source_files_properties(${hip_sources} ${host_sources} PROPERTIES LANGUAGE HIP)
@@ -102,6 +107,6 @@ function(pyflame_add_gpu_backend target)
     endif()
     # hip::host, not hip::device: the latter would compile every C++ source of the
     # consumers as HIP.
-    target_link_libraries(${target} PUBLIC hip::host roc::rocblas MIOpen)
+    target_link_libraries(${target} PUBLIC hip::host roc::rocblas MIOpen ${PYFLAME_HIPRTC})
   endif()
 endfunction()

@@ -11,5 +11,6 @@
 #include "pyflame/device.h"         // NOLINT
 #include "pyflame/dtype.h"          // NOLINT
 #include "pyflame/errors.h"         // NOLINT
+#include "pyflame/fusion.h"         // NOLINT
 #include "pyflame/ops.h"            // NOLINT
 #include "pyflame/tensor.h"         // NOLINT

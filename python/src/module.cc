@@ -50,4 +50,5 @@ NB_MODULE(_core, m) {
   pyflame::py::init_ops_norm(m);
   pyflame::py::init_ops_scatter(m);
   pyflame::py::init_ops_sort(m);
+  pyflame::py::init_fusion(m);
 }

@@ -1,52 +1,26 @@
-// Scalar definitions of the elementwise ops, shared by the CPU and GPU
-// backends so both compute the same formula. 16-bit floats arrive as float.
+// The elementwise ops by op code, for the CPU and prebuilt GPU kernels: each
+// maps to its one formula in elementwise_formulas.h (which run-time compiled
+// kernels use too). 16-bit floats arrive as float.
 #pragma once
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
 
+#include "backend/elementwise_formulas.h"
 #include "core/random_bits.h"  // PF_HD
 #include "ir/primitives.h"
 
 namespace pyflame {
 
 template <typename T>
-PF_HD inline T pf_max(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (a != a) return a;  // NaN propagates, as in NumPy and PyTorch
-    if (b != b) return b;
-  }
-  return a > b ? a : b;
-}
+PF_HD inline T pf_max(T a, T b) { return formulas::max(a, b); }
 template <typename T>
-PF_HD inline T pf_min(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (a != a) return a;
-    if (b != b) return b;
-  }
-  return a < b ? a : b;
-}
-
-// Wraps on overflow as NumPy and PyTorch do (unsigned arithmetic: a signed
-// overflow would be undefined). Negative exponents are rejected before the
-// kernels run (both backends check); the e < 0 branch only keeps this total.
+PF_HD inline T pf_min(T a, T b) { return formulas::min(a, b); }
 template <typename T>
-PF_HD inline T int_pow(T base, T e) {
-  if constexpr (std::is_signed_v<T>) {
-    if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
-  }
-  using U = std::make_unsigned_t<T>;
-  U r = 1, b = static_cast<U>(base);
-  while (e) {
-    if (e & 1) r *= b;
-    b *= b;
-    e >>= 1;
-  }
-  return static_cast<T>(r);
-}
+PF_HD inline T int_pow(T base, T e) { return formulas::int_pow(base, e); }
 
-// Integer +, -, * wrap (two's complement, as NumPy and PyTorch): computed
-// unsigned, since a signed overflow is undefined behaviour in C++.
+// Integer +, -, * wrap (two's complement): computed unsigned, since a signed
+// overflow is undefined behaviour in C++.
 template <typename T>
 constexpr bool is_signed_int_v = std::is_integral_v<T> && std::is_signed_v<T>;
 template <typename T>
@@ -74,26 +48,24 @@ PF_HD inline double unary_apply_f64(double x) {
 
 template <UnaryOp Op, typename T>
 PF_HD inline T unary_apply(T x) {
+  namespace f = formulas;
   if constexpr (std::is_same_v<T, double> && Op != UnaryOp::Neg && Op != UnaryOp::Abs && Op != UnaryOp::Relu) {
     return unary_apply_f64<Op>(x);
-  } else if constexpr (Op == UnaryOp::Neg) return T(-wrap_t<T>(x));  // -INT_MIN wraps to itself
-  else if constexpr ((Op == UnaryOp::Abs || Op == UnaryOp::Relu) && std::is_unsigned_v<T>) return x;
-  else if constexpr (Op == UnaryOp::Abs) return x < T(0) ? T(-wrap_t<T>(x)) : x;
-  else if constexpr (Op == UnaryOp::Relu) return x < T(0) ? T(0) : x;  // keeps NaN
-  else if constexpr (Op == UnaryOp::Sqrt) return sqrtf(x);
-  else if constexpr (Op == UnaryOp::Exp) return expf(x);
-  else if constexpr (Op == UnaryOp::Log) return logf(x);
-  else if constexpr (Op == UnaryOp::Sin) return sinf(x);
-  else if constexpr (Op == UnaryOp::Cos) return cosf(x);
-  else if constexpr (Op == UnaryOp::Tanh) return tanhf(x);
-  else if constexpr (Op == UnaryOp::Sigmoid) return 1.0f / (1.0f + expf(-x));
-  else if constexpr (Op == UnaryOp::Silu) return x / (1.0f + expf(-x));
-  else if constexpr (Op == UnaryOp::Gelu) return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-  else if constexpr (Op == UnaryOp::Erf) return erff(x);
-  else if constexpr (Op == UnaryOp::GeluTanh) {
-    const float k = 0.7978845608028654f;  // sqrt(2/pi)
-    return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
-  }
+  } else if constexpr ((Op == UnaryOp::Abs || Op == UnaryOp::Relu) && std::is_unsigned_v<T>) return x;
+  else if constexpr (Op == UnaryOp::Neg) return f::neg(x);
+  else if constexpr (Op == UnaryOp::Abs) return f::abs(x);
+  else if constexpr (Op == UnaryOp::Relu) return f::relu(x);
+  else if constexpr (Op == UnaryOp::Sqrt) return f::sqrt(x);
+  else if constexpr (Op == UnaryOp::Exp) return f::exp(x);
+  else if constexpr (Op == UnaryOp::Log) return f::log(x);
+  else if constexpr (Op == UnaryOp::Sin) return f::sin(x);
+  else if constexpr (Op == UnaryOp::Cos) return f::cos(x);
+  else if constexpr (Op == UnaryOp::Tanh) return f::tanh(x);
+  else if constexpr (Op == UnaryOp::Sigmoid) return f::sigmoid(x);
+  else if constexpr (Op == UnaryOp::Silu) return f::silu(x);
+  else if constexpr (Op == UnaryOp::Gelu) return f::gelu(x);
+  else if constexpr (Op == UnaryOp::Erf) return f::erf(x);
+  else if constexpr (Op == UnaryOp::GeluTanh) return f::gelu_tanh(x);
 }
 
 // Ops defined on integers too; the rest see only floats.
@@ -102,18 +74,18 @@ constexpr bool unary_takes_ints = Op == UnaryOp::Neg || Op == UnaryOp::Abs || Op
 
 template <BinaryOp Op, typename T>
 PF_HD inline auto binary_apply(T a, T b) {
-  using W = wrap_t<T>;
-  if constexpr (Op == BinaryOp::Add) return T(W(a) + W(b));
-  else if constexpr (Op == BinaryOp::Sub) return T(W(a) - W(b));
-  else if constexpr (Op == BinaryOp::Mul) return T(W(a) * W(b));
-  else if constexpr (Op == BinaryOp::Div) return T(a / b);
+  namespace f = formulas;
+  if constexpr (Op == BinaryOp::Add) return f::add(a, b);
+  else if constexpr (Op == BinaryOp::Sub) return f::sub(a, b);
+  else if constexpr (Op == BinaryOp::Mul) return f::mul(a, b);
+  else if constexpr (Op == BinaryOp::Div) return f::div(a, b);
   else if constexpr (Op == BinaryOp::Pow) {
     if constexpr (std::is_same_v<T, double>) return ::pow(a, b);
-    else if constexpr (std::is_floating_point_v<T>) return T(powf(a, b));
-    else return int_pow(a, b);
+    else if constexpr (std::is_floating_point_v<T>) return T(f::pow(float(a), float(b)));
+    else return f::pow(a, b);
   }
-  else if constexpr (Op == BinaryOp::Maximum) return pf_max(a, b);
-  else if constexpr (Op == BinaryOp::Minimum) return pf_min(a, b);
+  else if constexpr (Op == BinaryOp::Maximum) return f::max(a, b);
+  else if constexpr (Op == BinaryOp::Minimum) return f::min(a, b);
   else if constexpr (Op == BinaryOp::Eq) return a == b;
   else if constexpr (Op == BinaryOp::Ne) return a != b;
   else if constexpr (Op == BinaryOp::Lt) return a < b;

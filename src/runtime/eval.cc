@@ -19,6 +19,7 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "ir/passes/fuse.h"
 #include "ir/primitive.h"
 #include "runtime/allocator.h"
 #include "runtime/backend.h"
@@ -137,6 +138,46 @@ void eval_node(Node* n) {
   }
 }
 
+// A borrowed handle to a node the caller keeps alive.
+Tensor borrow(Node* n) { return Tensor(std::shared_ptr<Node>(std::shared_ptr<Node>(), n)); }
+
+// A fused region at its output node. Its members are all still alive and
+// unevaluated (their only holders are the region's members), so a GPU
+// region without a compiled kernel runs them one by one instead.
+void eval_region(const FusedRegion& r, Node* n) {
+  std::vector<Tensor> loads;
+  loads.reserve(r.loads.size());
+  for (Node* p : r.loads) loads.push_back(borrow(p));
+  Tensor out = borrow(n);
+  n->buffer = allocate(n->device, out.nbytes());
+  try {
+    if (out.size() == 0) return;
+    if (n->device.is_cpu()) {
+      eval_fused_cpu(r, loads, out);
+    } else if (!eval_fused_gpu(r, loads, out)) {
+      n->buffer.reset();
+      fuse::counters().fallbacks++;
+      for (Node* m : r.unfused_order) eval_node(m);
+      return;
+    }
+    fuse::counters().regions++;
+  } catch (...) {
+    n->buffer.reset();
+    throw;
+  }
+}
+
+// The fusion plan of the order (holding each node only while planning).
+fuse::Plan make_plan(const std::vector<NodeRef>& order) {
+  if (!fuse::enabled()) return {};
+  std::vector<std::shared_ptr<Node>> nodes;
+  nodes.reserve(order.size());
+  for (const NodeRef& ref : order) {
+    if (auto n = ref.lock()) nodes.push_back(std::move(n));
+  }
+  return fuse::plan(nodes);
+}
+
 // Stands in for a node whose value a failed deferred check made invalid
 // after the node had dropped its own primitive: evaluating it again raises
 // the same error.
@@ -175,10 +216,12 @@ void invalidate(const std::vector<NodeRef>& order, const Unchecked& u, std::exce
 }
 
 // Every node of the order is alive when its turn comes: its consumers in
-// this graph have not run yet, so they still hold it.
+// this graph have not run yet, so they still hold it. Nodes a fused region
+// replaces are skipped; they go with the region's output.
 void run(const std::vector<NodeRef>& order) {
   runtime::GpuEvaluation gpu;  // this evaluation's devices, streams and checks
   Unchecked unchecked;
+  const fuse::Plan plan = make_plan(order);
   // Reads the pending checks; a failed one invalidates what rests on it.
   auto finish = [&] {
     try {
@@ -191,12 +234,25 @@ void run(const std::vector<NodeRef>& order) {
   try {
     for (const NodeRef& ref : order) {
       std::shared_ptr<Node> n = ref.lock();
-      if (!n) continue;
+      if (!n || plan.replaced.count(n.get())) continue;
       if (!n->prim) throw RuntimeError("[eval] leaf tensor without data");
       const size_t checks = gpu.checks_made();
-      eval_node(n.get());
+      const auto region = plan.root.find(n.get());
+      if (region != plan.root.end()) {
+        eval_region(plan.regions[region->second], n.get());
+      } else {
+        eval_node(n.get());
+      }
       const bool made_check = gpu.checks_made() != checks;
-      if (made_check || !unchecked.nodes.empty()) unchecked.note(n.get(), made_check);
+      if (made_check || !unchecked.nodes.empty()) {
+        // A region's members (inputs first, the output last) carry the
+        // check from its loads to its output.
+        if (region != plan.root.end()) {
+          for (Node* m : plan.regions[region->second].members) unchecked.note(m, made_check);
+        } else {
+          unchecked.note(n.get(), made_check);
+        }
+      }
       if (!n->requires_grad || n->grad_leaf) {
         n->inputs.clear();
         n->prim.reset();

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# AMD compile check without a GPU: every src/backend/rocm/**/*.hip and *.cc is compiled as HIP
+# AMD compile check without a GPU: every src/backend/rocm/**/*.hip and *.cc, and the generated
+# source of representative fused regions (tools/emit_fused_sources.py), is compiled as HIP
 # with clang-19 against the ROCm 6.4 headers fetched by fetch_rocm_sdk.sh, for each offload arch,
 # into real objects; each object's embedded code object is then unbundled and checked per arch.
 #
@@ -83,6 +84,7 @@ if [[ ${1:-} == --one ]]; then compile_one "$2"; exit; fi
 command -v "$llvm/clang++" >/dev/null || { echo "clang-19 missing: run tools/amd/fetch_rocm_sdk.sh" >&2; exit 1; }
 
 gpu_sources "$repo"
+fused_sources "$repo" "$out/fused-src" 64
 narch=$(wc -w <<<"$archs")
 mkdir -p "$out"
 echo "AMD compile check: ${#files[@]} files x $narch archs ($archs), clang $("$llvm/clang++" -dumpversion), $(cat "$sdk/usr/share/hip/version" 2>/dev/null | grep -m1 HIP_VERSION_MAJOR || true)"

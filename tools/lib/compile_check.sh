@@ -19,3 +19,17 @@ gpu_sources() {  # repo
     -printf '%s %p\n' | sort -k1,1nr -k2 | cut -d' ' -f2-)
   (( ${#files[@]} )) || { echo "no .hip/.cc files under src/backend/rocm" >&2; exit 1; }
 }
+
+# The generated sources of representative fused regions (tools/emit_fused_sources.py) appended to
+# `files`, so run-time compiled kernels are compile-checked for every target too. Needs the built
+# package (.venv from scripts/setup.sh); without it, a note and nothing appended.
+fused_sources() {  # repo outdir wave_size
+  local py=$1/.venv/bin/python
+  if [[ -x $py ]] && "$py" -c "import pyflame" 2>/dev/null; then
+    rm -rf "$2"
+    "$py" "$1/tools/emit_fused_sources.py" "$2" --wave-size "$3" >/dev/null
+    mapfile -t -O "${#files[@]}" files < <(ls "$2"/*.hip)
+  else
+    echo "note: pyflame is not importable from $1/.venv: generated fused kernels not checked" >&2
+  fi
+}

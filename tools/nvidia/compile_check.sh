@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# NVIDIA compile check (no GPU needed): every src/backend/rocm/**/*.hip and *.cc is compiled as CUDA
+# NVIDIA compile check (no GPU needed): every src/backend/rocm/**/*.hip and *.cc, and the generated
+# source of representative fused regions (tools/emit_fused_sources.py), is compiled as CUDA
 # by nvcc through gpu/runtime.h's alias layer (PYFLAME_GPU_CUDA), into objects with device code.
 # Only a compile: nothing is linked or run.
 #
@@ -78,6 +79,7 @@ if [[ ${1:-} == --one ]]; then compile_one "$2"; exit; fi
 
 [[ -x $cuda/bin/nvcc ]] || { echo "nvcc not found under $cuda (set CUDA_HOME)" >&2; exit 1; }
 gpu_sources "$repo"
+fused_sources "$repo" "$out/fused-src" 32
 mkdir -p "$out"
 echo "NVIDIA compile check: ${#files[@]} files, sm_${sms// /,sm_}, nvcc $("$cuda/bin/nvcc" --version | grep -o 'release [0-9.]*'), host ${ccbin:-default}"
 start=$SECONDS

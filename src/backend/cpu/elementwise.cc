@@ -1,7 +1,6 @@
 // Elementwise kernels: unary, binary (arithmetic and comparison), where,
 // astype. Inputs arrive broadcast to the output shape with any strides.
-#include <cstring>
-#include "backend/cpu/kernel_utils.h"
+#include "backend/cpu/elementwise_ops.h"
 #include "backend/elementwise_math.h"
 
 namespace pyflame {
@@ -79,22 +78,7 @@ void where_typed(const Tensor& c, const Tensor& a, const Tensor& b, Tensor& out)
   const bool* pc = c.data<bool>();
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();
-  // A bitwise select: compilers branch on `m ? u : v`, and a random mask (a
-  // ReLU gradient) mispredicts half the time; the mask form vectorizes.
-  auto pick = [](bool m, T u, T v) {
-    using U = std::conditional_t<sizeof(T) == 1, uint8_t,
-              std::conditional_t<sizeof(T) == 2, uint16_t,
-              std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
-    static_assert(sizeof(U) == sizeof(T));
-    U a, b;
-    std::memcpy(&a, &u, sizeof(T));
-    std::memcpy(&b, &v, sizeof(T));
-    const U mask = static_cast<U>(U(0) - static_cast<U>(m));
-    const U r = static_cast<U>((a & mask) | (b & static_cast<U>(~mask)));
-    T out;
-    std::memcpy(&out, &r, sizeof(T));
-    return out;
-  };
+  auto pick = [](bool m, T u, T v) { return cpu::select(m, u, v); };
   cpu::elementwise_runs<4>(out, {&c, &a, &b}, [&](auto off, int64_t n, auto ls) {
     T* d = o + off[0];
     const bool* m = pc + off[1];
@@ -114,23 +98,12 @@ void where_typed(const Tensor& c, const Tensor& a, const Tensor& b, Tensor& out)
   });
 }
 
-// Conversion through a wide type: 16-bit floats via float, floats to 8- and
-// 16-bit integers via int64 (float_to_small_int), others direct.
-template <typename From, typename To>
-To convert(From v) {
-  constexpr bool from_float = cpu::is_half_v<From> || std::is_floating_point_v<From>;
-  if constexpr (std::is_same_v<To, bool>) return static_cast<acc_t<From>>(v) != acc_t<From>(0);
-  else if constexpr (from_float && std::is_integral_v<To> && sizeof(To) <= 2) return float_to_small_int<To>(acc_t<From>(v));
-  else if constexpr (cpu::is_half_v<From> || cpu::is_half_v<To>) return To(static_cast<float>(v));
-  else return static_cast<To>(v);
-}
-
 template <typename From, typename To>
 void astype_typed(const Tensor& x, Tensor& out) {
   To* o = out.data<To>();
   const From* p = x.data<From>();
   cpu::elementwise_runs<2>(out, {&x}, [&](auto off, int64_t n, auto ls) {
-    for (int64_t i = 0; i < n; ++i) o[off[0] + i] = convert<From, To>(p[off[1] + i * ls[1]]);
+    for (int64_t i = 0; i < n; ++i) o[off[0] + i] = cpu::convert<From, To>(p[off[1] + i * ls[1]]);
   });
 }
 

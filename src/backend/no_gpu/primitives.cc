@@ -14,3 +14,11 @@ PF_FOR_EACH_PRIMITIVE(PF_NO_GPU)
 #undef PF_NO_GPU
 
 }  // namespace pyflame
+
+// Fused regions: never on a GPU here.
+#include "ir/fused.h"
+
+namespace pyflame {
+bool eval_fused_gpu(const FusedRegion&, const std::vector<Tensor>&, Tensor&) { return false; }
+std::string fused_kernel_gpu(const FusedRegion&) { return "no GPU backend"; }
+}  // namespace pyflame

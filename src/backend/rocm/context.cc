@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -10,14 +9,14 @@
 #include "backend/rocm/memory.h"
 #include "pyflame/backend/rocm.h"
 #include "pyflame/errors.h"
+#include "runtime/settings.h"
 
 namespace pyflame::backend::rocm {
 
 namespace {
 std::mutex g_ctx_mu;  // creation only: a made context is found without it
 std::atomic<DeviceContext*> g_contexts[kMaxDevices];  // leaked on purpose (see header)
-std::atomic<bool> g_tf32{std::getenv("PYFLAME_ALLOW_TF32") &&
-                         std::string(std::getenv("PYFLAME_ALLOW_TF32")) == "1"};
+std::atomic<bool> g_tf32{settings::allow_tf32()};
 }  // namespace
 
 DeviceContext* create_context(int device) {
@@ -84,9 +83,7 @@ bool allow_tf32() { return g_tf32.load(); }
 void set_allow_tf32(bool on) { g_tf32 = on; }
 
 bool poison_allocations() {
-  static const bool on = std::getenv("PYFLAME_GPU_POISON") &&
-                         std::string(std::getenv("PYFLAME_GPU_POISON")) == "1";
-  return on;
+  return settings::gpu_poison();
 }
 
 }  // namespace pyflame::backend::rocm

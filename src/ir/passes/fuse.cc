@@ -1,0 +1,429 @@
+// Grouping, in reverse topological order: each pending elementwise node not
+// yet taken starts a region as its output, then pulls in producers while they
+// qualify. A producer joins only when every reference to it comes from the
+// region's members (no user handle, no consumer outside, no view of it) and
+// no member keeps its inputs for backward (requires_grad): then its value is
+// never observed outside the region and need not be written.
+#include "ir/passes/fuse.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+#include <sstream>
+
+#include "ir/passes/fuse_source.h"
+#include "pyflame/fusion.h"
+#include "runtime/settings.h"
+
+namespace pyflame {
+
+int FusedRegion::ops() const {
+  int n = 0;
+  for (const auto& s : steps) n += s.kind != FusedStep::Kind::Load && s.kind != FusedStep::Kind::Scalar;
+  return n;
+}
+
+namespace {
+
+std::string step_name(const FusedStep& s) {
+  switch (s.kind) {
+    case FusedStep::Kind::Unary: return unary_name(UnaryOp(s.op));
+    case FusedStep::Kind::Binary: return binary_name(BinaryOp(s.op));
+    case FusedStep::Kind::Where: return "where";
+    case FusedStep::Kind::Cast: return "astype";
+    case FusedStep::Kind::Load: return std::string("x").append(std::to_string(s.slot));
+    case FusedStep::Kind::Scalar: return std::string("s").append(std::to_string(s.slot));
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string FusedRegion::signature() const {
+  std::ostringstream os;
+  for (const auto& s : steps) {
+    os << int(s.kind) << ':' << int(s.op) << ':' << dtype_name(s.dtype) << ':' << s.a << ',' << s.b << ','
+       << s.c << ',' << s.slot << ';';
+  }
+  return os.str();
+}
+
+std::string FusedRegion::describe() const {
+  std::vector<std::string> text(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const FusedStep& s = steps[i];
+    std::string t = step_name(s);
+    if (s.a >= 0) {
+      t += "(" + text[s.a];
+      if (s.b >= 0) t += ", " + text[s.b];
+      if (s.c >= 0) t += ", " + text[s.c];
+      t += ")";
+    }
+    if (s.kind == FusedStep::Kind::Cast) t += "->" + std::string(dtype_name(s.dtype));
+    text[i] = t;
+  }
+  return text.empty() ? "" : text.back();
+}
+
+namespace fuse {
+
+namespace {
+
+constexpr int kMaxOps = 48;    // compute steps per region
+constexpr int kMaxLoads = 12;  // external inputs per region (kernel argument size)
+
+std::atomic<bool> g_enabled{settings::fusion()};
+std::atomic<bool> g_gpu{settings::fusion_gpu()};
+
+// Dtypes a region computes in on the node's device: the CPU tape runs every
+// dtype through the unfused kernels' own helpers; the GPU code generator
+// knows only these (float64 and the 8- and 16-bit integers stay unfused).
+bool fusable_dtype(Dtype t, const Device& d) {
+  if (d.is_cpu()) return true;
+  return t == Dtype::Bool || t == Dtype::Int32 || t == Dtype::Int64 || t == Dtype::Float16 ||
+         t == Dtype::BFloat16 || t == Dtype::Float32;
+}
+
+// Elementwise primitives a region can compute, with the same errors left to
+// the unfused kernels (integer pow checks its exponents; unary ops reject
+// some dtypes).
+bool computable(const Node* n) {
+  const Primitive* p = n->prim.get();
+  if (!p || n->buffer) return false;
+  if (!n->device.is_cpu() && !g_gpu.load(std::memory_order_relaxed)) return false;
+  if (!fusable_dtype(n->dtype, n->device)) return false;
+  for (const Tensor& t : n->inputs) {
+    if (!fusable_dtype(t.dtype(), n->device)) return false;
+  }
+  if (auto* u = dynamic_cast<const Unary*>(p)) {
+    if (n->dtype == Dtype::Bool) return false;
+    return !is_integral(n->dtype) || u->op == UnaryOp::Neg || u->op == UnaryOp::Abs || u->op == UnaryOp::Relu;
+  }
+  if (auto* b = dynamic_cast<const Binary*>(p)) {
+    const Dtype t = n->inputs[0].dtype();
+    return !(b->op == BinaryOp::Pow && is_integral(t) && t != Dtype::Bool);
+  }
+  return dynamic_cast<const Where*>(p) || dynamic_cast<const AsType*>(p);
+}
+
+// The value of a constant: a Full without inputs, seen through any views.
+const Node* constant_of(const Node* n) {
+  while (n->prim && n->prim->is_view() && !n->buffer) n = n->inputs[0].node();
+  if (n->buffer || n->inputs.size() || !dynamic_cast<const Full*>(n->prim.get())) return nullptr;
+  return n;
+}
+
+// What a load reads: the node owning the memory (through views) and the
+// layout. Two views with the same key read the same values.
+using LoadKey = std::tuple<const Node*, int64_t, Strides, Dtype>;
+LoadKey load_key(const Node* p) {
+  const Node* base = p;
+  while (base->prim && base->prim->is_view() && !base->inputs.empty()) base = base->inputs[0].node();
+  return {base, p->offset, p->strides, p->dtype};
+}
+
+struct Builder {
+  const std::vector<std::shared_ptr<Node>>& order;
+  std::unordered_map<const Node*, int> pos;  // position in the order
+  Plan plan;
+  std::unordered_set<const Node*> taken;
+
+  explicit Builder(const std::vector<std::shared_ptr<Node>>& o) : order(o) {
+    for (size_t i = 0; i < o.size(); ++i) pos[o[i].get()] = int(i);
+  }
+
+  // References to n from outside `members`: all of its holders but the
+  // order's own one and the members' input slots.
+  static long outside_refs(const std::shared_ptr<Node>& n, const std::vector<Node*>& members) {
+    long refs = n.use_count() - 1;
+    for (const Node* m : members) {
+      for (const Tensor& t : m->inputs) refs -= t.node() == n.get();
+    }
+    return refs;
+  }
+
+  bool joins(const std::shared_ptr<Node>& p, const Node* root, const std::vector<Node*>& members) const {
+    return pos.count(p.get()) && !taken.count(p.get()) && computable(p.get()) && !p->requires_grad &&
+           p->shape == root->shape && p->device == root->device && outside_refs(p, members) == 0;
+  }
+
+  // Distinct external inputs of the members (constants aside).
+  static int count_loads(const std::vector<Node*>& members) {
+    std::unordered_set<const Node*> in(members.begin(), members.end());
+    std::set<LoadKey> keys;
+    for (const Node* m : members) {
+      for (const Tensor& t : m->inputs) {
+        if (!in.count(t.node()) && !constant_of(t.node())) keys.insert(load_key(t.node()));
+      }
+    }
+    return int(keys.size());
+  }
+
+  std::vector<Node*> grow(Node* root) {
+    std::vector<Node*> members{root};
+    for (bool changed = !root->requires_grad; changed && int(members.size()) < kMaxOps;) {
+      changed = false;
+      for (size_t i = 0; i < members.size() && int(members.size()) < kMaxOps; ++i) {
+        for (size_t k = 0; k < members[i]->inputs.size(); ++k) {
+          const std::shared_ptr<Node>& p = members[i]->inputs[k].node_ptr();
+          if (!joins(p, root, members)) continue;
+          members.push_back(p.get());
+          if (count_loads(members) > kMaxLoads) {  // full: the region ends here
+            members.pop_back();
+            continue;
+          }
+          taken.insert(p.get());
+          changed = true;
+          if (int(members.size()) == kMaxOps) break;
+        }
+      }
+    }
+    std::sort(members.begin(), members.end(), [&](Node* a, Node* b) { return pos.at(a) < pos.at(b); });
+    return members;
+  }
+
+  // Marks a constant's view chain replaced while each link is held only by
+  // the one before it (else the link is evaluated as usual).
+  void replace_chain(const std::shared_ptr<Node>& head, FusedRegion& r) {
+    if (!pos.count(head.get()) || plan.replaced.count(head.get()) || outside_refs(head, r.members) != 0) return;
+    plan.replaced.insert(head.get());
+    r.unfused_order.push_back(head.get());
+    for (const std::shared_ptr<Node>* n = &head; (*n)->prim && (*n)->prim->is_view();) {
+      const std::shared_ptr<Node>& next = (*n)->inputs[0].node_ptr();
+      if (!pos.count(next.get()) || next.use_count() - 1 != 1) return;
+      plan.replaced.insert(next.get());
+      r.unfused_order.push_back(next.get());
+      n = &next;
+    }
+  }
+
+  // The region's tape; `constants` gets the view chains of its scalars.
+  FusedRegion tape(const std::vector<Node*>& members, std::vector<std::shared_ptr<Node>>& constants) {
+    FusedRegion r;
+    r.shape = members.back()->shape;
+    r.device = members.back()->device;
+    r.members = members;
+    std::unordered_map<const Node*, int> step_of;
+    std::map<LoadKey, int> load_step;
+    // A number (a Full's value or a Binary's scalar operand): a kernel
+    // argument, never part of the generated source.
+    auto scalar = [&](double v, Dtype t) {
+      FusedStep s;
+      s.kind = FusedStep::Kind::Scalar;
+      s.dtype = t;
+      s.slot = int(r.scalars.size());
+      r.scalars.push_back(v);
+      r.steps.push_back(s);
+      return int(r.steps.size()) - 1;
+    };
+    auto operand = [&](const Tensor& t) {
+      const Node* p = t.node();
+      if (auto it = step_of.find(p); it != step_of.end()) return it->second;
+      FusedStep s;
+      s.dtype = p->dtype;
+      if (const Node* c = constant_of(p)) {
+        constants.push_back(t.node_ptr());
+        return step_of[p] = scalar(static_cast<const Full*>(c->prim.get())->value, p->dtype);
+      } else if (auto it = load_step.find(load_key(p)); it != load_step.end()) {
+        return step_of[p] = it->second;  // the same memory through another view node
+      } else {
+        s.kind = FusedStep::Kind::Load;
+        s.slot = int(r.loads.size());
+        r.loads.push_back(t.node());
+        load_step[load_key(p)] = int(r.steps.size());
+      }
+      r.steps.push_back(s);
+      return step_of[p] = int(r.steps.size()) - 1;
+    };
+    for (Node* m : members) {
+      FusedStep s;
+      s.dtype = m->dtype;
+      const Primitive* p = m->prim.get();
+      if (auto* u = dynamic_cast<const Unary*>(p)) {
+        s.kind = FusedStep::Kind::Unary;
+        s.op = uint8_t(u->op);
+      } else if (auto* b = dynamic_cast<const Binary*>(p)) {
+        s.kind = FusedStep::Kind::Binary;
+        s.op = uint8_t(b->op);
+        if (b->has_scalar()) {  // the number becomes a scalar slot on its side
+          const int x = operand(m->inputs[0]);
+          const int k = scalar(b->scalar, m->inputs[0].dtype());
+          s.a = b->scalar_side == 0 ? k : x;
+          s.b = b->scalar_side == 0 ? x : k;
+          r.steps.push_back(s);
+          step_of[m] = int(r.steps.size()) - 1;
+          continue;
+        }
+      } else if (dynamic_cast<const Where*>(p)) {
+        s.kind = FusedStep::Kind::Where;
+      } else {
+        s.kind = FusedStep::Kind::Cast;
+      }
+      int ops[3] = {-1, -1, -1};
+      for (size_t i = 0; i < m->inputs.size() && i < 3; ++i) ops[i] = operand(m->inputs[i]);
+      s.a = ops[0], s.b = ops[1], s.c = ops[2];
+      r.steps.push_back(s);
+      step_of[m] = int(r.steps.size()) - 1;
+    }
+    return r;
+  }
+
+  void run() {
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      Node* n = it->get();
+      if (taken.count(n) || !computable(n)) continue;
+      taken.insert(n);
+      std::vector<Node*> members = grow(n);
+      if (members.size() < 2) continue;
+      std::vector<std::shared_ptr<Node>> constants;
+      FusedRegion r = tape(members, constants);
+      if (int(r.loads.size()) > kMaxLoads) {  // rare: give the producers back
+        for (Node* m : members) {
+          if (m != n) taken.erase(m);
+        }
+        continue;
+      }
+      for (Node* m : members) {
+        if (m != n) plan.replaced.insert(m);
+      }
+      r.unfused_order = members;
+      for (const auto& c : constants) replace_chain(c, r);
+      std::sort(r.unfused_order.begin(), r.unfused_order.end(),
+                [&](Node* a, Node* b) { return pos.at(a) < pos.at(b); });
+      plan.root[n] = int(plan.regions.size());
+      plan.regions.push_back(std::move(r));
+    }
+  }
+};
+
+}  // namespace
+
+Plan plan(const std::vector<std::shared_ptr<Node>>& order) {
+  Builder b(order);
+  b.run();
+  return std::move(b.plan);
+}
+
+bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
+void set_enabled(bool on) { g_enabled.store(on); }
+bool gpu_enabled() { return g_gpu.load(std::memory_order_relaxed); }
+void set_gpu_enabled(bool on) { g_gpu.store(on); }
+
+Counters& counters() {
+  static Counters c;
+  return c;
+}
+
+}  // namespace fuse
+}  // namespace pyflame
+
+// ---- the public switches (pyflame/fusion.h) ----
+namespace pyflame {
+
+namespace {
+
+// The pending nodes `outputs` need, inputs first (no claims: a preview).
+std::vector<std::shared_ptr<Node>> pending_order(const std::vector<Tensor>& outputs) {
+  std::vector<std::shared_ptr<Node>> order;
+  std::unordered_set<Node*> seen;
+  std::vector<std::pair<std::shared_ptr<Node>, size_t>> stack;
+  for (const Tensor& t : outputs) {
+    if (!t.defined() || t.node()->buffer || !seen.insert(t.node()).second) continue;
+    stack.emplace_back(t.node_ptr(), 0);
+    while (!stack.empty()) {
+      auto& [n, i] = stack.back();
+      if (i < n->inputs.size()) {
+        const std::shared_ptr<Node>& in = n->inputs[i++].node_ptr();
+        if (!in->buffer && in->prim && seen.insert(in.get()).second) stack.emplace_back(in, 0);
+      } else {
+        order.push_back(std::move(n));
+        stack.pop_back();
+      }
+    }
+  }
+  return order;
+}
+
+}  // namespace
+
+const char* fused_op_name(FusedOpType t) {
+  static const char* names[] = {"MATMUL_BIAS", "MATMUL_BIAS_RELU", "MATMUL_BIAS_GELU", "CONV_BIAS",
+                                "CONV_BIAS_RELU", "CONV_BN_RELU", "ADD_RELU", "MUL_ADD"};
+  return names[int(t)];
+}
+
+// Names as the ops are called ("conv2d", "batch_norm", "gelu"); "linear"
+// counts as matmul + add.
+std::optional<FusedOpType> can_fuse(const std::vector<std::string>& ops) {
+  std::vector<std::string> o;
+  for (const auto& s : ops) {
+    if (s == "linear") {
+      o.insert(o.end(), {"matmul", "add"});
+    } else {
+      o.push_back(s == "conv" || s == "conv1d" || s == "conv2d" ? "conv" : s);
+    }
+  }
+  auto is = [&](std::initializer_list<const char*> want) {
+    return o.size() == want.size() && std::equal(o.begin(), o.end(), want.begin());
+  };
+  if (is({"matmul", "add"})) return FusedOpType::MATMUL_BIAS;
+  if (is({"matmul", "add", "relu"})) return FusedOpType::MATMUL_BIAS_RELU;
+  if (is({"matmul", "add", "gelu"}) || is({"matmul", "add", "gelu_tanh"})) return FusedOpType::MATMUL_BIAS_GELU;
+  if (is({"conv", "add"})) return FusedOpType::CONV_BIAS;
+  if (is({"conv", "add", "relu"})) return FusedOpType::CONV_BIAS_RELU;
+  if (is({"conv", "batch_norm", "relu"})) return FusedOpType::CONV_BN_RELU;
+  if (is({"add", "relu"})) return FusedOpType::ADD_RELU;
+  if (is({"mul", "add"})) return FusedOpType::MUL_ADD;
+  return std::nullopt;
+}
+
+void set_fusion(bool on) { fuse::set_enabled(on); }
+bool get_fusion() { return fuse::enabled(); }
+void set_fusion_gpu(bool on) { fuse::set_gpu_enabled(on); }
+bool get_fusion_gpu() { return fuse::gpu_enabled(); }
+
+std::string explain(const std::vector<Tensor>& outputs) {
+  std::vector<std::shared_ptr<Node>> order = pending_order(outputs);
+  fuse::Plan plan = fuse::enabled() ? fuse::plan(order) : fuse::Plan{};
+  std::ostringstream os;
+  os << "plan: " << order.size() << " pending node(s), fusion " << (fuse::enabled() ? "on" : "off") << "\n";
+  for (const auto& n : order) {
+    if (plan.replaced.count(n.get())) continue;
+    if (auto it = plan.root.find(n.get()); it != plan.root.end()) {
+      const FusedRegion& r = plan.regions[it->second];
+      os << "  fused[" << r.ops() << " ops, " << r.loads.size() << " loads, " << r.scalars.size()
+         << " scalars] " << r.describe() << " -> " << dtype_name(n->dtype) << shape_str(n->shape) << " on "
+         << n->device.str() << ": " << fused_kernel_name(r) << "\n";
+    } else if (n->prim) {
+      os << "  " << n->prim->name() << " -> " << dtype_name(n->dtype) << shape_str(n->shape)
+         << (n->prim->is_view() ? " (view)" : "") << "\n";
+    }
+  }
+  return os.str();
+}
+
+namespace fuse {
+std::vector<std::pair<std::string, std::string>> region_sources(const std::vector<Tensor>& outputs, int wave_size) {
+  std::vector<std::shared_ptr<Node>> order = pending_order(outputs);
+  Plan plan = fuse::plan(order);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const FusedRegion& r : plan.regions) {
+    KernelSource ks = kernel_source(r, kernel_layout(r), wave_size);
+    out.emplace_back(ks.name, ks.source);
+  }
+  return out;
+}
+}  // namespace fuse
+
+FusionStats fusion_stats() {
+  auto& c = fuse::counters();
+  return {c.regions.load(), c.fallbacks.load(), c.compiles.load(), c.disk_hits.load(), c.memory_hits.load()};
+}
+
+void reset_fusion_stats() {
+  auto& c = fuse::counters();
+  c.regions = c.fallbacks = c.compiles = c.disk_hits = c.memory_hits = 0;
+}
+
+}  // namespace pyflame

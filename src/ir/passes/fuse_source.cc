@@ -1,0 +1,287 @@
+#include "ir/passes/fuse_source.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "core/half.h"
+
+namespace pyflame::fuse {
+
+namespace {
+
+using Kind = FusedStep::Kind;
+
+// 16-bit conversions per platform: the instructions the prebuilt kernels use
+// (gpu/device_utils.h). Contraction needs no barrier here: the formulas
+// themselves never contract (elementwise_formulas.h).
+const char* kPreamble = R"(
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+__device__ __forceinline__ float pf_h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ unsigned short pf_f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ unsigned short pf_f2bf(float f) {
+#if __CUDA_ARCH__ >= 800
+  unsigned short h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+#else
+  unsigned int x = __float_as_uint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);
+  return (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+#endif
+}
+#else
+__device__ __forceinline__ float pf_h2f(unsigned short h) { return (float)__builtin_bit_cast(_Float16, h); }
+__device__ __forceinline__ unsigned short pf_f2h(float f) { return __builtin_bit_cast(unsigned short, (_Float16)f); }
+__device__ __forceinline__ unsigned short pf_f2bf(float f) {
+  unsigned int x = __float_as_uint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);
+  return (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+#endif
+__device__ __forceinline__ float pf_bf2f(unsigned short h) { return __uint_as_float((unsigned int)h << 16); }
+__device__ __forceinline__ float pf_round_f16(float v) { return pf_h2f(pf_f2h(v)); }
+__device__ __forceinline__ float pf_round_bf16(float v) { return pf_bf2f(pf_f2bf(v)); }
+)";
+
+// The arithmetic type of a dtype in generated code (the prebuilt kernels'
+// acc_t: 16-bit floats compute in float, bool as int).
+const char* acc(Dtype t) {
+  switch (t) {
+    case Dtype::Bool: return "bool";
+    case Dtype::Int32: return "int";
+    case Dtype::Int64: return "long";
+    default: return "float";
+  }
+}
+
+const char* storage(Dtype t) {
+  switch (t) {
+    case Dtype::Bool: return "bool";
+    case Dtype::Int32: return "int";
+    case Dtype::Int64: return "long";
+    case Dtype::Float32: return "float";
+    default: return "unsigned short";
+  }
+}
+
+// A value rounded to its dtype.
+std::string round_to(Dtype t, const std::string& e) {
+  switch (t) {
+    case Dtype::Float32: return "(" + e + ")";
+    case Dtype::Float16: return "pf_round_f16(" + e + ")";
+    case Dtype::BFloat16: return "pf_round_bf16(" + e + ")";
+    case Dtype::Bool: return "(bool)(" + e + ")";
+    default: return "(" + std::string(acc(t)) + ")(" + e + ")";
+  }
+}
+
+const char* unary_fn(UnaryOp op) {
+  static const char* f[] = {"neg", "abs", "sqrt", "exp", "log", "sin", "cos", "tanh", "relu",
+                            "sigmoid", "gelu", "gelu_tanh", "silu", "erf"};
+  return f[int(op)];
+}
+
+std::string binary_expr(BinaryOp op, Dtype t, const std::string& a, const std::string& b) {
+  // Binary ops on bool compute in int, as the prebuilt kernels do.
+  const std::string A = t == Dtype::Bool ? "int" : acc(t);
+  const std::string x = "(" + A + ")" + a, y = "(" + A + ")" + b;
+  static const char* cmp[] = {"==", "!=", "<", "<=", ">", ">="};
+  if (is_comparison(op)) return "(" + x + " " + cmp[int(op) - int(BinaryOp::Eq)] + " " + y + ")";
+  static const char* f[] = {"add", "sub", "mul", "div", "pow", "max", "min"};
+  return std::string("pyflame::formulas::") + f[int(op)] + "(" + x + ", " + y + ")";
+}
+
+std::string cast_expr(Dtype from, Dtype to, const std::string& v) {
+  if (to == Dtype::Bool) return "((float)" + v + " != 0.0f)";
+  return round_to(to, "(" + std::string(acc(to)) + ")(" + (is_floating(to) ? "(float)" : "") + v + ")");
+}
+
+std::string load_expr(Dtype t, const std::string& ptr) {
+  if (t == Dtype::Float16) return "pf_h2f(" + ptr + ")";
+  if (t == Dtype::BFloat16) return "pf_bf2f(" + ptr + ")";
+  return ptr;
+}
+
+std::string store_expr(Dtype t, const std::string& v) {
+  if (t == Dtype::Float16) return "pf_f2h(" + v + ")";
+  if (t == Dtype::BFloat16) return "pf_f2bf(" + v + ")";
+  return v;
+}
+
+// The formulas without their include guard (a main file for the compiler).
+std::string formulas_text() {
+  std::string t = kFormulasText;
+  const std::string once = "#pragma once\n";
+  if (auto p = t.find(once); p != std::string::npos) t.erase(p, once.size());
+  return t;
+}
+
+}  // namespace
+
+uint64_t fnv1a(const std::string& s, uint64_t h) {
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+KernelLayout kernel_layout(const FusedRegion& r) {
+  KernelLayout L;
+  std::vector<const Strides*> strided;
+  for (const Node* p : r.loads) {
+    bool contig = true, scalar = true;
+    const Strides rm = row_major_strides(r.shape);
+    for (size_t d = 0; d < r.shape.size(); ++d) {
+      if (r.shape[d] == 1) continue;
+      contig &= p->strides[d] == rm[d];
+      scalar &= p->strides[d] == 0;
+    }
+    L.access.push_back(scalar ? Access::Scalar : contig ? Access::Contig : Access::Strided);
+    if (L.access.back() == Access::Strided) strided.push_back(&p->strides);
+  }
+  // 32-bit indices when the index space and every strided load's reach
+  // leave headroom (the grid-stride step must not overflow either).
+  constexpr int64_t kNarrow = int64_t(1) << 30;
+  L.narrow = shape_size(r.shape) < kNarrow;
+  for (const Strides* st : strided) {
+    int64_t reach = 0;
+    for (size_t d = 0; d < r.shape.size(); ++d) reach += std::abs((*st)[d]) * std::max<int64_t>(r.shape[d] - 1, 0);
+    L.narrow &= reach < kNarrow;
+  }
+  if (strided.empty()) return L;
+  // Collapse as the prebuilt kernels' indexer does, over the strided loads.
+  L.strides.resize(strided.size());
+  for (size_t d = 0; d < r.shape.size(); ++d) {
+    if (r.shape[d] == 1) continue;
+    bool merge = !L.shape.empty();
+    for (size_t k = 0; k < strided.size() && merge; ++k) {
+      merge = L.strides[k].back() == (*strided[k])[d] * r.shape[d];
+    }
+    if (merge) {
+      L.shape.back() *= r.shape[d];
+      for (size_t k = 0; k < strided.size(); ++k) L.strides[k].back() = (*strided[k])[d];
+    } else {
+      L.shape.push_back(r.shape[d]);
+      for (size_t k = 0; k < strided.size(); ++k) L.strides[k].push_back((*strided[k])[d]);
+    }
+  }
+  return L;
+}
+
+KernelSource kernel_source(const FusedRegion& r, const KernelLayout& L, int wave_size) {
+  const int nd = int(L.shape.size());
+  const int ns = int(L.strides.size());
+  const int nl = int(r.loads.size());
+  std::ostringstream k;
+  k << "struct Args {\n  long n;\n";
+  if (nd) k << "  long shape[" << nd << "];\n  long strides[" << ns << "][" << nd << "];\n";
+  if (nl) k << "  const void* in[" << nl << "];\n";
+  k << "  void* out;\n";
+  if (!r.scalars.empty()) k << "  long scalars[" << r.scalars.size() << "];\n";
+  k << "};\n\n";
+  k << "extern \"C\" __global__ void __launch_bounds__(256) KERNEL_NAME(Args a) {\n";
+  const std::string I = L.narrow ? "int" : "long";
+  k << "  const " << I << " n = (" << I << ")a.n;\n";
+  k << "  for (" << I << " i = (" << I << ")blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (" << I
+    << ")gridDim.x * blockDim.x) {\n";
+  if (nd) {
+    k << "    " << I << " off[" << ns << "] = {};\n    { " << I << " r = i;\n";
+    k << "      for (int d = " << nd - 1 << "; d >= 0; --d) { " << I << " e = (" << I << ")a.shape[d]; " << I
+      << " q = r % e; r /= e;\n";
+    k << "        for (int s = 0; s < " << ns << "; ++s) off[s] += q * (" << I << ")a.strides[s][d]; } }\n";
+  }
+  int strided_slot = 0;
+  std::vector<int> strided_of(nl, -1);
+  for (int j = 0; j < nl; ++j) {
+    if (L.access[j] == Access::Strided) strided_of[j] = strided_slot++;
+  }
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    const FusedStep& s = r.steps[i];
+    const std::string v = "v" + std::to_string(i);
+    auto arg = [&](int j) { return "v" + std::to_string(j); };
+    k << "    " << acc(s.dtype) << " " << v << " = ";
+    switch (s.kind) {
+      case Kind::Load: {
+        const int j = s.slot;
+        const std::string idx = L.access[j] == Access::Contig  ? "i"
+                                : L.access[j] == Access::Scalar ? "0"
+                                                                : "off[" + std::to_string(strided_of[j]) + "]";
+        k << load_expr(s.dtype, "((const " + std::string(storage(s.dtype)) + "*)a.in[" + std::to_string(j) + "])[" +
+                                    idx + "]");
+        break;
+      }
+      case Kind::Scalar: {
+        const std::string bits = "a.scalars[" + std::to_string(s.slot) + "]";
+        if (is_floating(s.dtype)) k << "__int_as_float((int)" << bits << ")";
+        else if (s.dtype == Dtype::Bool) k << "(" << bits << " != 0)";
+        else k << "(" << acc(s.dtype) << ")" << bits;
+        break;
+      }
+      case Kind::Unary:
+        k << round_to(s.dtype, std::string("pyflame::formulas::") + unary_fn(UnaryOp(s.op)) + "(" + arg(s.a) + ")");
+        break;
+      case Kind::Binary: {
+        const Dtype t = r.steps[s.a].dtype;
+        const std::string e = binary_expr(BinaryOp(s.op), t, arg(s.a), arg(s.b));
+        k << (is_comparison(BinaryOp(s.op)) ? e : round_to(s.dtype, e));
+        break;
+      }
+      case Kind::Where:
+        k << "(" << arg(s.a) << " ? " << arg(s.b) << " : " << arg(s.c) << ")";
+        break;
+      case Kind::Cast:
+        k << cast_expr(r.steps[s.a].dtype, s.dtype, arg(s.a));
+        break;
+    }
+    k << ";\n";
+  }
+  const Dtype od = r.steps.back().dtype;
+  k << "    ((" << storage(od) << "*)a.out)[i] = " << store_expr(od, "v" + std::to_string(r.steps.size() - 1))
+    << ";\n  }\n}\n";
+  std::string body = k.str();
+  std::ostringstream src;
+  // Run-time compilers bring their own runtime header; an offline HIP
+  // compile (the AMD compile check) needs it included.
+  src << "// PyFlame fused region: " << r.describe() << "\n"
+      << "#if defined(__HIP__) && !defined(__HIPCC_RTC__)\n#include <hip/hip_runtime.h>\n#endif\n"
+      << "#define PF_WAVE_SIZE " << wave_size << "\n"
+      << formulas_text() << kPreamble << "\n";
+  std::string text = src.str() + body;
+  char name[40];
+  std::snprintf(name, sizeof(name), "pf_fused_%016llx", static_cast<unsigned long long>(fnv1a(text)));
+  const std::string key = "KERNEL_NAME";
+  text.replace(text.find(key), key.size(), name);
+  return {name, text};
+}
+
+std::vector<int64_t> kernel_args(const FusedRegion& r, const KernelLayout& L, const std::vector<const void*>& in,
+                                 void* out) {
+  std::vector<int64_t> a;
+  a.push_back(shape_size(r.shape));
+  for (int64_t d : L.shape) a.push_back(d);
+  for (const Strides& s : L.strides) a.insert(a.end(), s.begin(), s.end());
+  for (const void* p : in) a.push_back(int64_t(reinterpret_cast<uintptr_t>(p)));
+  a.push_back(int64_t(reinterpret_cast<uintptr_t>(out)));
+  // Scalars converted as the GPU's Full converts them, in the step's arithmetic type.
+  for (const FusedStep& s : r.steps) {
+    if (s.kind != Kind::Scalar) continue;
+    const double v = r.scalars[s.slot];
+    int64_t bits = 0;
+    float f = 0;
+    switch (s.dtype) {
+      case Dtype::Float32: f = float(v); break;
+      case Dtype::Float16: f = float(half_t(float(v))); break;
+      case Dtype::BFloat16: f = float(bf16_t(float(v))); break;
+      case Dtype::Int32: bits = int32_t(v); break;
+      case Dtype::Int64: bits = int64_t(v); break;
+      case Dtype::Bool: bits = float(int32_t(v)) != 0.0f; break;
+    }
+    if (is_floating(s.dtype)) {
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      bits = int32_t(u);
+    }
+    a.push_back(bits);
+  }
+  return a;
+}
+
+}  // namespace pyflame::fuse

@@ -1,0 +1,24 @@
+// Every PYFLAME_* environment setting, read here and nowhere else. Each
+// value is read once, on first use; switches that can also be changed at run
+// time (TF32, fusion) take their start value from here.
+//
+//   PYFLAME_ALLOW_TF32=1   TF32 for float32 GEMMs and convolutions (NVIDIA)
+//   PYFLAME_GPU_POISON=1   fill fresh GPU allocations with 0xff (finds reads of unwritten memory)
+//   PYFLAME_FUSION=0       no automatic fusion (see docs/design/fusion.md)
+//   PYFLAME_FUSION_GPU=1   fuse on GPUs too (experimental: off by default until
+//                          validated on hardware; CPU fusion needs no switch)
+//   PYFLAME_CACHE_DIR=dir  where compiled kernels are kept; default
+//                          $XDG_CACHE_HOME/pyflame, else ~/.cache/pyflame
+#pragma once
+#include <string>
+
+namespace pyflame::settings {
+
+bool allow_tf32();
+bool gpu_poison();
+bool fusion();
+bool fusion_gpu();
+// Empty when no directory can be named (no HOME): the disk cache is then off.
+const std::string& cache_dir();
+
+}  // namespace pyflame::settings

@@ -1,0 +1,399 @@
+"""Automatic fusion: the same graphs evaluated with fusion on and off give
+bit-identical results (NaN positions included) on each device, and their
+gradients too; the plan is visible and the switches work. GPU fusion is
+experimental and off by default: the tests that fuse turn it on themselves."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import pyflame as pf
+from conftest import ALL_DTYPES, EVERY_DTYPE, FLOAT_DTYPES, make_tensor, random_array
+
+NEW_DTYPES = [d for d in EVERY_DTYPE if d not in ALL_DTYPES]  # float64, int8, int16, uint8
+FLOATS = FLOAT_DTYPES + ["float64"]
+
+
+@pytest.fixture
+def fusion_on():
+    was, was_gpu = pf.get_fusion(), pf.get_fusion_gpu()
+    pf.set_fusion(True, gpu=True)
+    yield
+    pf.set_fusion(was, gpu=was_gpu)
+
+
+def bits(t):
+    """Host bits of a tensor, floats as unsigned integers; NaNs set to one
+    pattern (a NaN's payload is not part of the contract)."""
+    raw = np.asarray(pf._core._to_host_bits(t))
+    if t.dtype.name in FLOATS:
+        vals = t.astype("float64").numpy()
+        raw = np.where(np.isnan(vals), np.array(-1).astype(raw.dtype), raw)
+        return raw, np.isnan(vals)
+    return raw, None
+
+
+def assert_same(a, b):
+    assert a.shape == b.shape and a.dtype == b.dtype
+    ra, na = bits(a)
+    rb, nb = bits(b)
+    if na is not None:
+        assert np.array_equal(na, nb), "NaN positions differ"
+    assert np.array_equal(ra, rb), f"fused and unfused differ at {np.argwhere(ra != rb)[:5].tolist()}"
+
+
+def both_ways(build):
+    """build() -> list of tensors; evaluated with fusion on and then off."""
+    was, was_gpu = pf.get_fusion(), pf.get_fusion_gpu()
+    try:
+        pf.set_fusion(True, gpu=True)
+        pf.reset_fusion_stats()
+        fused = build()
+        pf.eval(*fused)
+        regions = pf.fusion_stats()["regions"]
+        # A GPU region whose kernel failed to compile runs unfused: right, but not what is tested.
+        assert pf.fusion_stats()["fallbacks"] == 0, "run-time compilation failed (see the warning)"
+        pf.set_fusion(False)
+        plain = build()
+        pf.eval(*plain)
+    finally:
+        pf.set_fusion(was, gpu=was_gpu)
+    for a, b in zip(fused, plain):
+        assert_same(a, b)
+    return regions
+
+
+# ------------------------------------------------------------ random graphs
+
+UNARY_FLOAT = ["neg", "abs", "sqrt", "exp", "log", "sin", "cos", "tanh", "relu", "sigmoid", "gelu",
+               "silu", "erf"]
+UNARY_INT = ["neg", "abs", "relu"]
+BINARY = ["add", "sub", "mul", "div", "maximum", "minimum", "pow"]
+COMPARE = ["eq", "ne", "lt", "le", "gt", "ge"]
+
+
+def special(x, dtype, rng):
+    """Mixes NaN, +-Inf and signed zeros into a float array."""
+    if dtype in FLOATS and x.size:
+        flat = x.reshape(-1)
+        k = rng.integers(0, flat.size, size=max(1, flat.size // 8))
+        flat[k] = rng.choice([np.nan, np.inf, -np.inf, 0.0, -0.0], size=k.size)
+    return x
+
+
+def random_graph(seed, dtype, shape, device, n_ops=8):
+    """A builder of a random DAG of elementwise ops over broadcast inputs,
+    views and scalars; the same seed builds the same graph."""
+    rng = np.random.default_rng(seed)
+    np.random.seed(seed)
+    arrays = []
+    for k in range(3):
+        s = list(shape)
+        if k == 1 and s:
+            s[rng.integers(0, len(s))] = 1  # a broadcast operand
+        if k == 2:
+            s = s[1:]  # fewer axes
+        a = random_array(s, dtype)
+        arrays.append(special(np.array(a), dtype, rng))
+    plan = [(str(rng.choice(["u", "b", "b", "c", "w", "s", "t", "v"])), int(rng.integers(0, 1 << 30)))
+            for _ in range(n_ops)]
+
+    def build():
+        r = np.random.default_rng(seed + 1)
+        vals = [make_tensor(a, dtype, device) for a in arrays]
+        if len(shape) >= 2:  # a transposed view as an input
+            vals.append(vals[0].transpose(*range(len(shape) - 1, -1, -1)).transpose(
+                *range(len(shape) - 1, -1, -1)))
+        live = list(vals)
+        for kind, k in plan:
+            x = live[k % len(live)]
+            y = live[(k >> 3) % len(live)]
+            if kind == "u":
+                ops = UNARY_FLOAT if dtype in FLOATS else UNARY_INT
+                if dtype == "bool":
+                    z = pf.logical_not(x) if hasattr(pf, "logical_not") else x
+                else:
+                    z = getattr(pf, ops[k % len(ops)])(x)
+            elif kind == "b":
+                op = BINARY[k % len(BINARY)]
+                if dtype == "bool" and op in ("sub", "pow"):
+                    op = "add"
+                if op == "pow" and dtype not in FLOATS:
+                    op = "mul"
+                z = getattr(pf, op)(x, y)
+            elif kind == "c":
+                c = getattr(pf, COMPARE[k % len(COMPARE)])(x, y)
+                z = pf.where(c, x, y)
+            elif kind == "w":
+                z = pf.where(x > y, y, x) if dtype != "bool" else pf.where(x, y, x)
+            elif kind == "s":
+                # A Python number: a scalar operand of the Binary node.
+                if dtype in FLOATS:
+                    z = x * 0.5 if k % 2 else 1.5 - x
+                else:
+                    z = x + 3 if dtype != "bool" else x
+            elif kind == "t":
+                # Through another dtype: float -> small int wraps through int64, NaN -> 0.
+                others = [d for d in ("float32", "float16", "int8", "uint8", "float64") if d != dtype]
+                z = x.astype(others[k % len(others)]).astype(dtype)
+            else:
+                z = pf.clamp(x, -1 if dtype != "uint8" else 1, 2) if dtype != "bool" else x
+            live.append(z)
+        # Several outputs: the last value and one from the middle.
+        return [live[-1], live[len(vals) + len(plan) // 2]]
+    return build
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("seed", range(6))
+def test_random_graphs_fused_equals_unfused(device, dtype, seed):
+    shape = [(5, 7), (3, 4, 33), (1000,), (2, 1, 6)][seed % 4]
+    build = random_graph(1000 * seed + ALL_DTYPES.index(dtype), dtype, shape, device)
+    both_ways(build)
+
+
+@pytest.mark.parametrize("dtype", NEW_DTYPES)
+@pytest.mark.parametrize("seed", range(4))
+def test_random_graphs_new_dtypes_fused_equals_unfused(device, dtype, seed):
+    shape = [(5, 7), (3, 4, 33), (1000,), (2, 1, 6)][seed]
+    both_ways(random_graph(1000 * seed + 50 + EVERY_DTYPE.index(dtype), dtype, shape, device))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int32", "int64", "bool"])
+def test_zero_size_and_scalar_shapes(device, dtype):
+    for shape in [(0,), (3, 0), ()]:
+        both_ways(random_graph(7, dtype, shape, device, n_ops=6))
+
+
+def test_long_chain_over_blocks(device):
+    # More elements than one block, a length not a multiple of it, broadcast rows.
+    x = random_array((3, 5001))
+    b = random_array((5001,))
+
+    def build():
+        t, u = make_tensor(x, device=device), make_tensor(b, device=device)
+        y = t
+        for i in range(60):  # longer than one region may be
+            y = pf.tanh(y * 1.01 + u) if i % 2 else pf.relu(y - u * 0.5)
+        return [y]
+    assert both_ways(build) >= 2
+
+
+def test_gelu_chain_is_one_region(device, fusion_on):
+    x, w, b = (make_tensor(random_array(s), device=device) for s in [(64, 32), (32,), (32,)])
+    y = pf.gelu(x * w + b)
+    plan = pf.explain(y)
+    assert plan.count("fused[") == 1 and "gelu(add(mul(x0, x1), x2))" in plan, plan
+    pf.reset_fusion_stats()
+    ref = pf.gelu(pf.add(pf.mul(x, w), b))
+    pf.set_fusion(False)
+    ref.eval()
+    pf.set_fusion(True)
+    assert pf.fusion_stats()["regions"] == 0
+    np.testing.assert_array_equal(y.numpy(), ref.numpy())
+    assert pf.fusion_stats()["regions"] == 1
+
+
+def test_values_held_outside_are_not_fused_away(device, fusion_on):
+    x = make_tensor(random_array((40,)), device=device)
+    h = x * 2.0          # a user handle: must be materialized
+    y = pf.exp(h) + 1.0
+    plan = pf.explain(y)
+    assert "mul" in plan.split("fused[")[0], plan  # h stays its own step
+    y.eval()
+    np.testing.assert_array_equal(h.numpy(), x.numpy() * np.float32(2.0))
+
+
+def test_requires_grad_values_are_kept_for_backward(device, fusion_on):
+    xs = random_array((6, 5))
+    x = make_tensor(xs, device=device)
+    x.requires_grad = True
+    y = pf.sigmoid(pf.tanh(x * 3.0) + x)
+    y.sum().backward()
+    g_fused = x.grad.numpy()
+    pf.set_fusion(False)
+    x2 = make_tensor(xs, device=device)
+    x2.requires_grad = True
+    pf.sigmoid(pf.tanh(x2 * 3.0) + x2).sum().backward()
+    np.testing.assert_array_equal(g_fused, x2.grad.numpy())
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_gradients_fused_equal_unfused(device, seed):
+    rng = np.random.default_rng(seed)
+    xs, ws = rng.standard_normal((8, 16)).astype(np.float32), rng.standard_normal(16).astype(np.float32)
+
+    def build():
+        x, w = pf.tensor(xs, device=device), pf.tensor(ws, device=device)
+        x.requires_grad = True
+        w.requires_grad = True
+        y = pf.gelu(x * w + 0.25) * pf.sigmoid(x) - pf.clamp(x, -0.5, 0.5)
+        (y * y).mean().backward()
+        return [x.grad, w.grad]
+    both_ways(build)
+
+
+def test_adam_step_fused_equals_unfused(device):
+    def build():
+        np.random.seed(3)
+        pf.manual_seed(3)
+        model = pf.nn.Sequential(pf.nn.Linear(8, 16), pf.nn.GELU(), pf.nn.Linear(16, 4)).to(device)
+        opt = pf.optim.Adam(model.parameters(), lr=1e-2)
+        x = pf.tensor(np.random.randn(32, 8).astype(np.float32), device=device)
+        for _ in range(3):
+            opt.zero_grad()
+            loss = (model(x) ** 2).mean()
+            loss.backward()
+            opt.step()
+        return [p for p in model.parameters()]
+    if not hasattr(pf.nn, "GELU"):
+        pytest.skip("no nn.GELU")
+    both_ways(build)
+
+
+# ------------------------------------------------------------ the switches
+
+def test_set_fusion_and_plan_text(fusion_on):
+    assert pf.get_fusion() is True
+    x = pf.tensor(np.arange(6, dtype=np.float32))
+    y = pf.relu(x + 1.0)
+    assert "fused[" in pf.explain(y)
+    pf.set_fusion(False)
+    assert pf.get_fusion() is False
+    text = pf.explain(y)
+    assert "fusion off" in text and "fused[" not in text
+    np.testing.assert_array_equal(y.numpy(), np.maximum(np.arange(6) + 1.0, 0))
+    with pytest.raises(ValueError, match=r"\[explain\]"):
+        pf.explain(x, 3)
+
+
+def test_can_fuse_names_the_spec_patterns():
+    assert pf.can_fuse(["matmul", "add", "relu"]) == "MATMUL_BIAS_RELU"
+    assert pf.can_fuse(["matmul", "add", "gelu"]) == "MATMUL_BIAS_GELU"
+    assert pf.can_fuse(["matmul", "add"]) == "MATMUL_BIAS"
+    assert pf.can_fuse(["conv2d", "add"]) == "CONV_BIAS"
+    assert pf.can_fuse(["conv2d", "add", "relu"]) == "CONV_BIAS_RELU"
+    assert pf.can_fuse(["conv2d", "batch_norm", "relu"]) == "CONV_BN_RELU"
+    assert pf.can_fuse(["add", "relu"]) == "ADD_RELU"
+    assert pf.can_fuse(["mul", "add"]) == "MUL_ADD"
+    assert pf.can_fuse(["relu", "matmul"]) is None
+    assert pf.can_fuse([]) is None
+
+
+def test_matmul_bias_relu_epilogue_is_a_region(device, fusion_on):
+    a, w, b = (make_tensor(random_array(s), device=device) for s in [(4, 8), (8, 5), (5,)])
+    y = pf.relu(pf.matmul(a, w) + b)
+    plan = pf.explain(y)
+    assert "matmul" in plan and "relu(add(x0, x1))" in plan, plan
+
+
+def test_scalar_operands_are_kernel_arguments(fusion_on):
+    x = pf.tensor(np.linspace(-2, 2, 50, dtype=np.float32))
+    y = pf.relu(1.375 - x * 0.3125)
+    plan = pf.explain(y)
+    assert "2 scalars" in plan and "relu(sub(s1, mul(x0, s0)))" in plan, plan
+    # The numbers are not in the generated source: another value, the same kernel.
+    (name, src), = pf._core._fused_sources([y])
+    (name2, _), = pf._core._fused_sources([pf.relu(-3.5 - x * 0.1)])
+    assert name == name2 and "0.3125" not in src and "1.375" not in src
+    xs = np.linspace(-2, 2, 50, dtype=np.float32)
+    ref = np.maximum(np.float32(1.375) - xs * np.float32(0.3125), np.float32(0))
+    np.testing.assert_array_equal(y.numpy(), ref)
+
+
+@pytest.mark.parametrize("dtype", NEW_DTYPES)
+def test_new_dtypes_fuse_on_cpu(fusion_on, dtype):
+    x = make_tensor(random_array((4, 9), dtype), dtype, "cpu")
+    y = pf.maximum(x + 1, x * 2)
+    assert "fused[" in pf.explain(y), pf.explain(y)
+
+
+def test_gpu_fusion_is_off_by_default():
+    code = "import pyflame as pf; print(pf.get_fusion(), pf.get_fusion_gpu())"
+    env = {k: v for k, v in os.environ.items() if k != "PYFLAME_FUSION_GPU"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "False"]
+    env["PYFLAME_FUSION_GPU"] = "1"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True"]
+
+
+def test_gpu_switch(fusion_on):
+    pf.set_fusion(True, gpu=False)
+    assert pf.get_fusion() is True and pf.get_fusion_gpu() is False
+    pf.set_fusion(False)  # gpu left as it is
+    assert pf.get_fusion_gpu() is False
+    pf.set_fusion(True, gpu=True)
+    assert pf.get_fusion_gpu() is True
+
+
+def test_gpu_regions_stay_unfused_unless_enabled(gpu_device, fusion_on):
+    x = pf.tensor(np.linspace(-2, 2, 64, dtype=np.float32), device=gpu_device)
+    pf.set_fusion(True, gpu=False)
+    assert "fused[" not in pf.explain(pf.gelu(x * 0.5 + 1.0))
+    pf.set_fusion(True, gpu=True)
+    assert "fused[" in pf.explain(pf.gelu(x * 0.5 + 1.0))
+
+
+def test_environment_switch_turns_fusion_off():
+    code = "import pyflame as pf; print(pf.get_fusion())"
+    env = dict(os.environ, PYFLAME_FUSION="0")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+# ------------------------------------------------------------ GPU kernel cache
+
+_CACHE_PROBE = """
+import numpy as np, pyflame as pf
+pf.set_fusion(True, gpu=True)
+x = pf.tensor(np.linspace(-3, 3, 5000, dtype=np.float32), device="rocm")
+y = pf.gelu(x * 0.5 + 1.0)
+got = y.numpy()
+pf.set_fusion(False)
+ref = pf.gelu(x * 0.5 + 1.0).numpy()
+assert np.array_equal(got.view(np.uint32), ref.view(np.uint32))
+s = pf.fusion_stats()
+print(s["compiles"], s["disk_hits"], s["regions"], s["fallbacks"])
+"""
+
+
+def _probe(cache_dir):
+    env = dict(os.environ, PYFLAME_CACHE_DIR=str(cache_dir))
+    out = subprocess.run([sys.executable, "-c", _CACHE_PROBE], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return tuple(int(v) for v in out.stdout.split())
+
+
+def test_disk_cache_second_process_compiles_nothing(gpu_device, tmp_path):
+    assert _probe(tmp_path) == (1, 0, 1, 0)  # compiled once, ran fused
+    files = list((tmp_path / "kernels").iterdir())
+    assert len(files) == 1 and files[0].suffix == ".bin"  # no temporary left behind
+    assert _probe(tmp_path) == (0, 1, 1, 0)  # read from disk
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "foreign"])
+def test_damaged_cache_file_is_rebuilt(gpu_device, tmp_path, damage):
+    _probe(tmp_path)
+    (f,) = list((tmp_path / "kernels").iterdir())
+    data = bytearray(f.read_bytes())
+    if damage == "truncate":
+        data = data[: len(data) // 2]
+    elif damage == "flip":
+        data[-100] ^= 0xFF  # inside the code object: the checksum catches it
+    else:
+        data[20] ^= 0x01    # inside the stored key: another kernel's file
+    f.write_bytes(bytes(data))
+    assert _probe(tmp_path) == (1, 0, 1, 0)  # rebuilt, and still right
+    assert _probe(tmp_path) == (0, 1, 1, 0)
+
+
+def test_gpu_region_runs_one_kernel_and_is_listed(gpu_device, fusion_on):
+    x = pf.tensor(np.linspace(-2, 2, 300, dtype=np.float32).reshape(3, 100), device=gpu_device)
+    w = pf.tensor(np.linspace(0, 1, 100, dtype=np.float32), device=gpu_device)
+    y = pf.gelu(x * w + 0.5)
+    y.numpy()
+    z = pf.gelu(x * w + 0.5)
+    assert "run-time compiled kernel pf_fused_" in pf.explain(z) and "(loaded)" in pf.explain(z)
