@@ -168,34 +168,27 @@ void* ROCmMemoryManager::allocate_async(size_t bytes, hipStream_t stream) {
 
 void* ROCmMemoryManager::allocate(size_t bytes) { return allocate_async(bytes, compute_stream()); }
 
+StreamPool& ROCmMemoryManager::take_raw_owner(void* ptr) {
+  std::lock_guard lk(pools_mu_);
+  auto it = raw_owner_.find(ptr);
+  if (it == raw_owner_.end()) {
+    throw ValueError(errmsg("deallocate", "pointer was not allocated by this memory manager"));
+  }
+  StreamPool* from = it->second;
+  raw_owner_.erase(it);
+  return *from;
+}
+
 void ROCmMemoryManager::deallocate_async(void* ptr, hipStream_t stream) {
   if (!ptr) return;
-  StreamPool* from = nullptr;
-  {
-    std::lock_guard lk(pools_mu_);
-    auto it = raw_owner_.find(ptr);
-    if (it == raw_owner_.end()) {
-      throw ValueError(errmsg("deallocate", "pointer was not allocated by this memory manager"));
-    }
-    from = it->second;
-    raw_owner_.erase(it);
-  }
-  free_block(*from, ptr, pool(stream));
+  StreamPool& from = take_raw_owner(ptr);
+  free_block(from, ptr, pool(stream));
 }
 
 void ROCmMemoryManager::deallocate(void* ptr) {
   if (!ptr) return;
-  StreamPool* from = nullptr;
-  {
-    std::lock_guard lk(pools_mu_);
-    auto it = raw_owner_.find(ptr);
-    if (it == raw_owner_.end()) {
-      throw ValueError(errmsg("deallocate", "pointer was not allocated by this memory manager"));
-    }
-    from = it->second;
-    raw_owner_.erase(it);
-  }
-  free_block(*from, ptr, *from);
+  StreamPool& from = take_raw_owner(ptr);
+  free_block(from, ptr, from);
 }
 
 void ROCmMemoryManager::copy_host_to_device_async(void* dst, const void* src, size_t bytes, hipStream_t s) {

@@ -97,6 +97,8 @@ class ROCmMemoryManager {
   void* driver_alloc(size_t size);  // frees the cache and retries once; holds no pool lock
   void release_cache();             // every pool's cached blocks back to the driver
   void free_block(StreamPool& from, void* ptr, StreamPool& to);
+  // The pool a raw-API block came from, forgetting the block (ValueError if unknown).
+  StreamPool& take_raw_owner(void* ptr);
   void count_allocation(size_t size, bool hit);
   hipStream_t compute_stream() const;
 
