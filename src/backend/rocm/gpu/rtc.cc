@@ -6,7 +6,7 @@
 #if defined(__HIP_PLATFORM_AMD__)
 #include <hip/hiprtc.h>
 #else
-#include <cuda.h>
+#include <cuda_runtime.h>
 #include <nvrtc.h>
 #endif
 
@@ -121,32 +121,31 @@ bool rtc_compile(const std::string& source, const std::vector<std::string>& opti
 }
 
 void* rtc_load(const std::string& code, const std::string& name, std::string* error) {
-  // The runtime has made the device's primary context current; the driver
-  // API loads into it.
-  CUmodule module;
-  CUfunction fn;
-  if (CUresult r = cuModuleLoadData(&module, code.data()); r != CUDA_SUCCESS) {
-    const char* s = nullptr;
-    cuGetErrorString(r, &s);
-    *error = std::string("cuModuleLoadData: ") + (s ? s : "?");
+  // The runtime's library API (CUDA 12+), not the driver API: linking
+  // libcuda itself would make the library unloadable where no driver is
+  // installed (CPU-only machines running a CUDA build).
+  cudaLibrary_t library;
+  cudaKernel_t fn;
+  if (cudaError_t r = cudaLibraryLoadData(&library, code.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
+      r != cudaSuccess) {
+    *error = std::string("cudaLibraryLoadData: ") + cudaGetErrorString(r);
     return nullptr;
   }
-  if (cuModuleGetFunction(&fn, module, name.c_str()) != CUDA_SUCCESS) {
-    *error = "cuModuleGetFunction failed for " + name;
+  if (cudaLibraryGetKernel(&fn, library, name.c_str()) != cudaSuccess) {
+    *error = "cudaLibraryGetKernel failed for " + name;
     return nullptr;
   }
-  return reinterpret_cast<void*>(fn);  // the module stays loaded for the process
+  return reinterpret_cast<void*>(fn);  // the library stays loaded for the process
 }
 
 void rtc_launch(void* kernel, unsigned grid, unsigned block, void* args, size_t bytes, hipStream_t stream) {
   void* params[] = {args};
   (void)bytes;
-  CUresult r = cuLaunchKernel(reinterpret_cast<CUfunction>(kernel), grid, 1, 1, block, 1, 1, 0,
-                              reinterpret_cast<CUstream>(stream), params, nullptr);
-  if (r != CUDA_SUCCESS) {
-    const char* s = nullptr;
-    cuGetErrorString(r, &s);
-    throw RuntimeError(std::string("[fused] kernel launch failed: ") + (s ? s : "?"));
+  // A cudaKernel_t is launched like a kernel function pointer.
+  cudaError_t r = cudaLaunchKernel(static_cast<const void*>(kernel), dim3(grid), dim3(block), params, 0,
+                                   reinterpret_cast<cudaStream_t>(stream));
+  if (r != cudaSuccess) {
+    throw RuntimeError(std::string("[fused] kernel launch failed: ") + cudaGetErrorString(r));
   }
 }
 
