@@ -16,6 +16,7 @@ import warnings
 from .. import _core
 from . import _functional_torch
 from ._functional_torch import *  # noqa: F401,F403  (activations, interpolate, more losses)
+from ._functional_torch import tensor_arg as _tensor_arg
 from .parameter import Parameter
 
 # Names forwarded to pf.<name> (torch.nn.functional semantics).
@@ -59,13 +60,6 @@ def __dir__():
     return sorted(set(globals()) | set(__all__))
 
 
-def _tensor_arg(x, what, fn):
-    """A tensor argument (a Parameter's data), else a TypeError naming it."""
-    if isinstance(x, Parameter):
-        x = x.data
-    if not isinstance(x, _core.Tensor):
-        raise TypeError(f"[{fn}] {what} must be a pyflame.Tensor, got {type(x).__name__}")
-    return x
 
 
 def linear(input, weight, bias=None):  # noqa: A002  (torch's argument name)
