@@ -33,8 +33,7 @@ std::optional<FusedOpType> can_fuse(const std::vector<std::string>& ops);
 void set_fusion(bool on);
 bool get_fusion();
 // Fusion of GPU regions (run-time compiled kernels), under the switch above:
-// experimental and off by default until validated on hardware;
-// PYFLAME_FUSION_GPU=1 sets the start value.
+// on by default; PYFLAME_FUSION_GPU=0 sets the start value.
 void set_fusion_gpu(bool on);
 bool get_fusion_gpu();
 

@@ -14,11 +14,11 @@ void init_fusion(nb::module_& m) {
         if (gpu) set_fusion_gpu(*gpu);
       },
       nb::arg("enabled"), nb::arg("gpu") = nb::none(),
-      "Turns automatic kernel fusion on or off (PYFLAME_FUSION=0 starts with it off). gpu=True also "
-      "fuses GPU regions (experimental, off by default; PYFLAME_FUSION_GPU=1 starts with it on); "
+      "Turns automatic kernel fusion on or off (PYFLAME_FUSION=0 starts with it off). gpu=False "
+      "leaves GPU graphs to the prebuilt unfused kernels (PYFLAME_FUSION_GPU=0 starts that way); "
       "gpu=None leaves that switch as it is.");
   m.def("get_fusion", &get_fusion, "True when automatic kernel fusion is on.");
-  m.def("get_fusion_gpu", &get_fusion_gpu, "True when GPU regions are fused too (experimental).");
+  m.def("get_fusion_gpu", &get_fusion_gpu, "True when GPU regions are fused too (the default).");
   m.def(
       "explain",
       [](nb::args args) {

@@ -36,7 +36,7 @@ bool fusion() {
 }
 
 bool fusion_gpu() {
-  static const bool on = flag("PYFLAME_FUSION_GPU", false);
+  static const bool on = flag("PYFLAME_FUSION_GPU", true);
   return on;
 }
 

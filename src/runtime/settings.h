@@ -5,8 +5,8 @@
 //   PYFLAME_ALLOW_TF32=1   TF32 for float32 GEMMs and convolutions (NVIDIA)
 //   PYFLAME_GPU_POISON=1   fill fresh GPU allocations with 0xff (finds reads of unwritten memory)
 //   PYFLAME_FUSION=0       no automatic fusion (see docs/design/fusion.md)
-//   PYFLAME_FUSION_GPU=1   fuse on GPUs too (experimental: off by default until
-//                          validated on hardware; CPU fusion needs no switch)
+//   PYFLAME_FUSION_GPU=0   no fusion on GPUs (run-time compiled kernels), CPU
+//                          fusion left on
 //   PYFLAME_CACHE_DIR=dir  where compiled kernels are kept; default
 //                          $XDG_CACHE_HOME/pyflame, else ~/.cache/pyflame
 #pragma once

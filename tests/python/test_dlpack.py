@@ -642,8 +642,17 @@ def test_gpu_views(gpu_device):
 
 def test_gpu_unsupported_dtype(gpu_device):
     _torch_cuda()
-    with pytest.raises(BufferError, match=r"^\[from_dlpack\] .*float64"):
-        pf.from_dlpack(torch.zeros(3, dtype=torch.float64, device="cuda"))
+    with pytest.raises(BufferError, match=r"^\[from_dlpack\] unsupported dtype complex"):
+        pf.from_dlpack(torch.zeros(3, dtype=torch.complex64, device="cuda"))
+
+
+def test_gpu_float64_round_trip(gpu_device):
+    _torch_cuda()
+    z = torch.randn(7, dtype=torch.float64, device="cuda")
+    t = pf.from_dlpack(z)
+    assert t.dtype == pf.float64 and str(t.device).startswith("rocm")
+    np.testing.assert_array_equal(t.numpy(), z.cpu().numpy())
+    np.testing.assert_array_equal(torch.from_dlpack(t * 2.0).cpu().numpy(), (z * 2).cpu().numpy())
 
 
 def test_gpu_export_to_cpu_device(gpu_device):

@@ -35,7 +35,7 @@ def test_invalid_device_ids_raise(gpu_device):
 
 def test_results_stay_on_device_until_read(gpu_device):
     x = random_array((256, 64))
-    t = pf.tensor(x)
+    t = pf.tensor(x, dtype=pf.float32)
     y = (t * 2.0 + 1.0).sum(axis=0)
     assert y.device == "rocm:0"
     assert_close(y, (x.astype(np.float64) * 2 + 1).sum(0), "float32", rtol=1e-5, atol=1e-4)
@@ -76,7 +76,7 @@ def test_out_of_memory_is_catchable_and_recoverable(gpu_device):
         pf.zeros(1 << 48).eval()
     assert issubclass(pf.OutOfMemoryError, RuntimeError)
     x = random_array((100,))
-    assert_close(pf.tensor(x) + 1.0, x + 1, "float32")
+    assert_close(pf.tensor(x, dtype=pf.float32) + 1.0, x + 1, "float32")
 
 
 def test_tf32_off_by_default_fp32_matches_cpu(gpu_device):

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import pyflame as pf
-from conftest import EVERY_DTYPE, NUMPY_OF, assert_close, bf16_round, make_tensor, random_array
+from conftest import EVERY_DTYPE, INT_DTYPES, NUMPY_OF, assert_close, bf16_round, make_tensor, random_array
 
 
 @pytest.fixture
@@ -204,7 +204,7 @@ def test_getitem_out_of_range(device, x):
 @pytest.mark.parametrize("dst", EVERY_DTYPE)
 @pytest.mark.parametrize("src", EVERY_DTYPE)
 def test_astype(device, src, dst):
-    if src in ("bool", "int32", "int64"):
+    if src == "bool" or src in INT_DTYPES:
         x = random_array((5, 4), src, -200, 200)
     else:
         x = random_array((5, 4), src, -200, 200)
