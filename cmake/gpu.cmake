@@ -1,6 +1,6 @@
 # GPU backend: the HIP sources of src/backend/rocm, built by ROCm (hipcc /
-# clang, rocBLAS, MIOpen) on AMD or by nvcc through gpu/runtime.h's alias
-# header (cuBLAS, cuDNN) on NVIDIA. AUTO picks ROCm, then CUDA, then none.
+# clang, rocBLAS, MIOpen, hipSOLVER) on AMD or by nvcc through gpu/runtime.h's
+# alias header (cuBLAS, cuDNN, cuSOLVER) on NVIDIA. AUTO picks ROCm, then CUDA, then none.
 
 # Where ROCm is: -DROCM_PATH=..., else $ROCM_PATH, else /opt/rocm (the spec's recipe).
 if(NOT ROCM_PATH)
@@ -54,6 +54,7 @@ elseif(PYFLAME_GPU_BACKEND STREQUAL "ROCM")
   find_package(hip REQUIRED CONFIG)
   find_package(rocblas REQUIRED CONFIG)
   find_package(miopen REQUIRED CONFIG)
+  find_package(hipsolver REQUIRED CONFIG)  # linalg decompositions (on rocSOLVER)
   # hipRTC (run-time compiled fused kernels): its own library next to the HIP runtime.
   find_library(PYFLAME_HIPRTC NAMES hiprtc libhiprtc.so.6 HINTS ${ROCM_PATH}/lib
                ${ROCM_PATH}/lib/x86_64-linux-gnu REQUIRED)
@@ -97,7 +98,7 @@ function(pyflame_add_gpu_backend target)
     target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-O3 --expt-relaxed-constexpr -Xcompiler=-fPIC>)
     # NVRTC for run-time compiled fused kernels (loaded through the runtime's library API, so
     # nothing links libcuda: a CUDA build still imports where no driver is installed).
-    target_link_libraries(${target} PUBLIC CUDA::cudart CUDA::cublas ${PYFLAME_CUDNN} CUDA::nvrtc)
+    target_link_libraries(${target} PUBLIC CUDA::cudart CUDA::cublas CUDA::cusolver ${PYFLAME_CUDNN} CUDA::nvrtc)
   else()
     if(PYFLAME_HIP_MODE STREQUAL "HIP")
       set_source_files_properties(${hip_sources} ${host_sources} PROPERTIES LANGUAGE HIP)
@@ -107,6 +108,6 @@ function(pyflame_add_gpu_backend target)
     endif()
     # hip::host, not hip::device: the latter would compile every C++ source of the
     # consumers as HIP.
-    target_link_libraries(${target} PUBLIC hip::host roc::rocblas MIOpen ${PYFLAME_HIPRTC})
+    target_link_libraries(${target} PUBLIC hip::host roc::rocblas MIOpen roc::hipsolver ${PYFLAME_HIPRTC})
   endif()
 endfunction()

@@ -2,8 +2,9 @@
 # Fetch the ROCm 6.4 SDK needed for the AMD compile check and the ROCm link check, without a GPU and
 # without installing ROCm: .debs from Debian sid/trixie are downloaded with a private apt state and
 # unpacked with `dpkg -x` into $PYFLAME_AMD_SDK (default build/amd-sdk): headers, CMake package files,
-# device bitcode, and the shared libraries of the HIP runtime, rocBLAS and MIOpen (only their .so
-# files: rocBLAS's 4 GB of kernels and MIOpen's databases are left out; the link check needs none).
+# device bitcode, and the shared libraries of the HIP runtime, rocBLAS, MIOpen and hipSOLVER (only
+# their .so files: rocBLAS's 4 GB of kernels and MIOpen's databases are left out, and rocSOLVER,
+# which hipSOLVER loads, altogether (2 GB); the link check needs none of them).
 # Only the compiler (clang-19, lld-19, clang-tools-19, libomp-19-dev) is installed, from the
 # system's own bookworm sources.
 #
@@ -20,11 +21,11 @@ mirror=${PYFLAME_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 
 # Headers (sid, ROCm 6.4) and device bitcode (trixie; sid's newer one targets a newer LLVM than 19).
-sid_pkgs=(libamdhip64-dev libhsa-runtime-dev librocblas-dev libmiopen-dev libamd-comgr-dev)
+sid_pkgs=(libamdhip64-dev libhsa-runtime-dev librocblas-dev libmiopen-dev libamd-comgr-dev libhipsolver-dev)
 trixie_pkgs=(rocm-device-libs-17)
 # Runtime libraries (the -dev packages' .so links point into these), shared objects only.
 sid_lib_pkgs=(libamdhip64-6 libhiprtc6 libhiprtc-builtins6 libhsa-runtime64-1 libamd-comgr3 librocblas4
-              libmiopen1 libroctx64-4)
+              libmiopen1 libroctx64-4 libhipsolver0)
 stamp=$sdk/.fetched
 
 SUDO=; [[ $(id -u) == 0 ]] || SUDO=sudo
@@ -85,8 +86,8 @@ mkdir -p "$sdk/usr/bin"      # hip-config checks that its bin directory exists (
 bc=$(ls -d "$sdk"/usr/lib/llvm-*/lib/clang/*/amdgcn/bitcode | head -1)
 lib=$sdk/usr/lib/x86_64-linux-gnu
 [[ -f $sdk/usr/include/hip/hip_runtime.h && -f $sdk/usr/include/rocblas/rocblas.h &&
-   -f $sdk/usr/include/miopen/miopen.h && -f $bc/ocml.bc && -e $lib/libamdhip64.so &&
-   -e $lib/librocblas.so && -e $lib/libMIOpen.so ]] || { echo "[fetch] incomplete SDK" >&2; exit 1; }
+   -f $sdk/usr/include/miopen/miopen.h && -f $sdk/usr/include/hipsolver/hipsolver.h && -f $bc/ocml.bc &&
+   -e $lib/libamdhip64.so && -e $lib/librocblas.so && -e $lib/libMIOpen.so && -e $lib/libhipsolver.so ]] || { echo "[fetch] incomplete SDK" >&2; exit 1; }
 # The compile check targets the ROCm 6.4 API; sid moves on. Pin with a snapshot mirror if needed.
 hip_major=$(sed -n 's/^HIP_VERSION_MAJOR=//p' "$sdk/usr/share/hip/version")
 [[ $hip_major == 6 ]] || echo "[fetch] WARNING: sid now has HIP $hip_major, not 6.x; for ROCm 6.4 set" \

@@ -5,7 +5,7 @@
 #  - libpyflame is linked with --no-undefined: every symbol it uses is defined by a library it names;
 #  - every undefined dynamic symbol of libpyflame and of the extension is defined by a library the
 #    binary names (found in the SDK or on the system; Py* symbols by libpython), and both name
-#    the HIP runtime, rocBLAS and MIOpen;
+#    the HIP runtime, rocBLAS, MIOpen and hipSOLVER;
 #  - the C++ package installs, and examples/cpp (the GPU examples included) build and link
 #    against it with find_package(PyFlame).
 # Nothing is run: there is no AMD GPU here, and Debian sid's ROCm libraries need a newer glibc
@@ -53,7 +53,7 @@ find_lib() {  # soname -> path in the SDK or on the system
 check_binary() {  # so [extra defining library]
   local so=$1 extra=${2:-} needed n path missing
   mapfile -t needed < <(readelf -d "$so" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p')
-  for n in libamdhip64.so.6 librocblas.so.4 libMIOpen.so.1; do
+  for n in libamdhip64.so.6 librocblas.so.4 libMIOpen.so.1 libhipsolver.so.0; do
     printf '%s\n' "${needed[@]}" | grep -qx "$n" || fail "$(basename "$so") does not link $n"
   done
   local defined=$build/defined.txt

@@ -1,5 +1,5 @@
 // Per-device execution context: the compute stream every kernel, copy and
-// BLAS call of an evaluation runs on, the BLAS and DNN handles bound to it,
+// BLAS call of an evaluation runs on, the BLAS, DNN and solver handles bound to it,
 // and its allocator pool. Contexts live for the whole process (never
 // destroyed: tearing down streams after the runtime has shut down at exit
 // would fail).
@@ -30,6 +30,9 @@ struct StreamPool;
 namespace dnn {
 struct DnnHandle;
 }
+namespace solver {
+struct SolverHandle;
+}
 
 struct DeviceContext {
   int device = 0;
@@ -45,6 +48,7 @@ struct DeviceContext {
   StreamPool* pool = nullptr;           // its pool for `stream`
   std::atomic<ROCmBLAS*> blas_api{nullptr};       // get_blas's wrapper, made on first use
   std::atomic<dnn::DnnHandle*> dnn{nullptr};      // the DNN handle bound to `stream`, made on first use
+  std::atomic<solver::SolverHandle*> solver{nullptr};  // the dense solver handle, likewise (solver.h)
 };
 
 // The context this thread's work on `device` uses: inside an evaluation with
