@@ -1,97 +1,169 @@
 """pf.linalg (the Array API's linalg extension) against NumPy: decompositions
-through LAPACK on the CPU, the rest as op compositions on every device."""
+on the CPU (LAPACK) and the GPU (hipSOLVER / cuSOLVER) over float32 and
+float64, the rest as op compositions on every device."""
 import numpy as np
 import pytest
 
 import pyflame as pf
-from conftest import random_array
+from conftest import device_kind, random_array, rounded
 
 la = pf.linalg
 
 
-def T(a, device="cpu"):
-    return pf.tensor(np.asarray(a, dtype=np.float32) if np.asarray(a).dtype.kind == "f" else a, device=device)
+DTYPES = ["float32", "float64"]
+
+
+def T(a, device="cpu", dtype="float32"):
+    a = np.asarray(a)
+    if a.dtype.kind == "f":
+        a = a.astype(np.float64 if dtype == "float64" else np.float32)
+    return pf.tensor(a, device=device)
 
 
 def close(t, want, rtol=1e-4, atol=1e-4):
     np.testing.assert_allclose(t.numpy(), want, rtol=rtol, atol=atol)
 
 
+def near(t, want, dtype, device, scale=1.0):
+    """t (of `dtype`, on `device`) against a float64 NumPy reference, with a
+    tolerance for the dtype (scaled for results of worse conditioning)."""
+    assert str(t.dtype) == dtype and t.device.split(":")[0] == device_kind(device), (t.dtype, t.device)
+    tol = (1e-10 if dtype == "float64" else 1e-4) * scale
+    np.testing.assert_allclose(t.numpy().astype(np.float64), want, rtol=tol, atol=tol)
+
+
 def spd(n, batch=()):
+    """Symmetric positive definite, exactly representable in float32."""
     a = np.random.uniform(-1, 1, size=batch + (n, n))
-    return a @ np.swapaxes(a, -1, -2) + n * np.eye(n)
+    return rounded(a @ np.swapaxes(a, -1, -2) + n * np.eye(n), "float32")
 
 
-@pytest.mark.parametrize("batch", [(), (3,), (2, 2)])
-def test_decompositions(batch):
-    a = spd(4, batch)
-    g = random_array(batch + (4, 4))
-    close(la.cholesky(T(a)), np.linalg.cholesky(a))
-    close(la.cholesky(T(a), upper=True), np.swapaxes(np.linalg.cholesky(a), -1, -2))
-    close(la.inv(T(g)), np.linalg.inv(g.astype(np.float32)), rtol=1e-3, atol=1e-3)
-    close(la.det(T(g)), np.linalg.det(g), rtol=1e-4, atol=1e-3)
-    sign, logabs = la.slogdet(T(g))
+def well(n, batch=()):
+    """General and well conditioned (a dominant diagonal), exact in float32."""
+    return random_array(batch + (n, n)) + 3 * n * np.eye(n)
+
+
+def mT(a):
+    return np.swapaxes(a, -1, -2)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("batch", [(), (3,), (2, 2), (0,)])
+def test_decompositions(device, dtype, batch):
+    a, g, b = spd(4, batch), well(4, batch), random_array(batch + (4, 2))
+    ta, tg = T(a, device, dtype), T(g, device, dtype)
+    near(la.cholesky(ta), np.linalg.cholesky(a), dtype, device)
+    near(la.cholesky(ta, upper=True), mT(np.linalg.cholesky(a)), dtype, device)
+    near(la.inv(tg), np.linalg.inv(g), dtype, device)
+    near(la.det(tg), np.linalg.det(g), dtype, device, 100)
+    sign, logabs = la.slogdet(tg)
     ws, wl = np.linalg.slogdet(g)
     np.testing.assert_array_equal(sign.numpy(), ws)
-    close(logabs, wl)
-    b = random_array(batch + (4, 2))
-    close(la.solve(T(g), T(b)), np.linalg.solve(g, b), rtol=1e-3, atol=1e-3)
-    w, v = la.eigh(T(a))
+    near(logabs, wl, dtype, device)
+    near(la.solve(tg, T(b, device, dtype)), np.linalg.solve(g, b), dtype, device)
+    w, v = la.eigh(ta)
     ww = np.linalg.eigvalsh(a)
-    close(w, ww, rtol=1e-4, atol=1e-3)
-    close(la.eigvalsh(T(a)), ww, rtol=1e-4, atol=1e-3)
+    near(w, ww, dtype, device, 10)
+    near(la.eigvalsh(ta), ww, dtype, device, 10)
     # Eigenvectors up to sign: A v = w v, orthonormal.
     vn = v.numpy().astype(np.float64)
-    np.testing.assert_allclose(a @ vn, vn * w.numpy()[..., None, :], atol=2e-3)
+    np.testing.assert_allclose(a @ vn, vn * w.numpy()[..., None, :], atol=2e-3 if dtype == "float32" else 1e-9)
+    np.testing.assert_allclose(mT(vn) @ vn, np.broadcast_to(np.eye(4), vn.shape), atol=1e-5 if dtype == "float32" else 1e-12)
 
 
-@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 4)])
-def test_qr_svd(shape):
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 4), (2, 1, 6, 2), (0, 3, 2)])
+def test_qr_svd(device, dtype, shape):
     a = random_array(shape)
+    t = T(a, device, dtype)
+    eps = 1e-4 if dtype == "float32" else 1e-10
     for mode in ("reduced", "complete"):
-        q, r = la.qr(T(a), mode=mode)
+        q, r = la.qr(t, mode=mode)
         wq, wr = np.linalg.qr(a, mode=mode)
         assert q.shape == wq.shape and r.shape == wr.shape
-        close(q @ r, a, atol=1e-4)
-        np.testing.assert_allclose(np.triu(r.numpy()), r.numpy())
+        near(q @ r, a, dtype, device)
+        np.testing.assert_array_equal(np.triu(r.numpy()), r.numpy())
         k = q.shape[-1]
-        close(pf.linalg.matrix_transpose(q) @ q, np.broadcast_to(np.eye(k), q.shape[:-2] + (k, k)), atol=1e-5)
+        near(pf.linalg.matrix_transpose(q) @ q, np.broadcast_to(np.eye(k), q.shape[:-2] + (k, k)), dtype, device)
+        # Q and R are unique up to the signs of R's diagonal.
+        d = np.sign(np.diagonal(r.numpy(), axis1=-2, axis2=-1))[..., :min(shape[-2:])]
+        wd = np.sign(np.diagonal(wr, axis1=-2, axis2=-1))[..., :min(shape[-2:])]
+        kk = d.shape[-1]
+        np.testing.assert_allclose(q.numpy()[..., :kk] * d[..., None, :], wq[..., :kk] * wd[..., None, :],
+                                   atol=100 * eps)
     for full in (True, False):
-        u, s, vh = la.svd(T(a), full_matrices=full)
+        u, s, vh = la.svd(t, full_matrices=full)
         wu, ws, wvh = np.linalg.svd(a, full_matrices=full)
-        assert u.shape == wu.shape and vh.shape == wvh.shape
-        close(s, ws)
+        assert u.shape == wu.shape and vh.shape == wvh.shape and s.shape == ws.shape
+        near(s, ws, dtype, device, 10)
         k = s.shape[-1]
-        close((u[..., :, :k] * s[..., None, :]) @ vh[..., :k, :], a, atol=1e-4)
-    close(la.svdvals(T(a)), np.linalg.svd(a, compute_uv=False))
-    close(la.pinv(T(a)), np.linalg.pinv(a), rtol=1e-3, atol=1e-3)
-    np.testing.assert_array_equal(la.matrix_rank(T(a)).numpy(), np.linalg.matrix_rank(a))
+        near((u[..., :, :k] * s[..., None, :]) @ vh[..., :k, :], a, dtype, device, 10)
+        # Orthonormal columns of U and rows of Vh, the full factors' included.
+        for f in (u.numpy().astype(np.float64), mT(vh.numpy().astype(np.float64))):
+            c = f.shape[-1]
+            np.testing.assert_allclose(mT(f) @ f, np.broadcast_to(np.eye(c), f.shape[:-2] + (c, c)), atol=10 * eps)
+    near(la.svdvals(t), np.linalg.svd(a, compute_uv=False), dtype, device, 10)
+    near(la.pinv(t), np.linalg.pinv(a), dtype, device, 100)
+    np.testing.assert_array_equal(la.matrix_rank(t).numpy(), np.linalg.matrix_rank(a))
 
 
-def test_rank_deficient_and_singular():
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_symmetric_routines_read_the_lower_triangle(device, dtype):
+    a = spd(4, (2,))
+    junk = a + np.triu(random_array((2, 4, 4)) + 50, 1)  # the strict upper triangle is not read
+    t = T(junk, device, dtype)
+    near(la.cholesky(t), np.linalg.cholesky(a), dtype, device)
+    near(la.cholesky(t, upper=True), mT(np.linalg.cholesky(a)), dtype, device)
+    near(la.eigvalsh(t), np.linalg.eigvalsh(a), dtype, device, 10)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_noncontiguous_inputs(device, dtype):
+    g, a = well(3, (4,)), spd(3, (4,))
+    # Transposed views and a strided batch.
+    tg = la.matrix_transpose(T(mT(g), device, dtype))
+    near(la.inv(tg), np.linalg.inv(g), dtype, device)
+    near(la.det(T(g, device, dtype)[::2]), np.linalg.det(g[::2]), dtype, device, 100)
+    near(la.cholesky(la.matrix_transpose(T(a, device, dtype))), np.linalg.cholesky(a), dtype, device)
+    b = random_array((4, 2, 3))
+    near(la.solve(tg, la.matrix_transpose(T(b, device, dtype))), np.linalg.solve(g, mT(b)), dtype, device)
+    x = random_array((6, 4))
+    near(la.svdvals(la.matrix_transpose(T(x, device, dtype))), np.linalg.svd(x.T, compute_uv=False), dtype, device, 10)
+    near(pf.abs(la.qr(T(x, device, dtype)[::2]).R), np.abs(np.linalg.qr(x[::2])[1]), dtype, device)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rank_deficient_and_singular(device, dtype):
     a = np.outer([1.0, 2.0, 3.0], [1.0, -1.0, 2.0])
-    assert int(la.matrix_rank(T(a)).numpy()) == 1
-    sign, logabs = la.slogdet(T(a))
+    assert int(la.matrix_rank(T(a, device, dtype)).numpy()) == 1
+    # A zero column: exactly singular whatever the order of the elimination.
+    z = np.array([[1.0, 0.0, 2.0], [3.0, 0.0, 4.0], [5.0, 0.0, 7.0]])
+    sign, logabs = la.slogdet(T(z, device, dtype))
     assert sign.numpy() == 0 and logabs.numpy() == -np.inf
-    assert la.det(T(a)).numpy() == 0
+    assert la.det(T(z, device, dtype)).numpy() == 0
+    stack = T(np.stack([np.eye(3), z]), device, dtype)
+    np.testing.assert_array_equal(la.det(stack).numpy(), [1, 0])
     with pytest.raises(ValueError, match=r"\[linalg.inv\] the matrix is singular"):
-        la.inv(T(a)).numpy()
-    with pytest.raises(ValueError, match=r"\[linalg.cholesky\]"):
-        la.cholesky(T(-np.eye(3))).numpy()
+        la.inv(stack).numpy()
+    with pytest.raises(ValueError, match=r"\[linalg.solve\] the matrix is singular"):
+        la.solve(T(z, device, dtype), T(np.ones(3), device, dtype)).numpy()
+    with pytest.raises(ValueError, match=r"\[linalg.cholesky\] the matrix is not positive definite"):
+        la.cholesky(T(np.stack([spd(3), -np.eye(3)]), device, dtype)).numpy()
     with pytest.raises(ValueError, match=r"\[linalg.det\]"):
-        la.det(T(np.ones((2, 3))))
-    close(la.inv(T(np.eye(2))), np.eye(2))  # still usable
+        la.det(T(np.ones((2, 3)), device, dtype))
+    near(la.inv(T(np.eye(2), device, dtype)), np.eye(2), dtype, device)  # still usable
 
 
-def test_solve_vector_and_broadcast():
-    a = random_array((2, 1, 3, 3)) + 4 * np.eye(3)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_solve_vector_and_broadcast(device, dtype):
+    a = random_array((2, 1, 3, 3)) + 9 * np.eye(3)
     b = random_array((4, 3, 1))
     want = np.linalg.solve(np.broadcast_to(a, (2, 4, 3, 3)), np.broadcast_to(b, (2, 4, 3, 1)))
-    close(la.solve(T(a), T(b)), want, rtol=1e-3, atol=1e-3)
+    near(la.solve(T(a, device, dtype), T(b, device, dtype)), want, dtype, device)
     v = random_array((3,))
-    close(la.solve(T(a[0, 0]), T(v)), np.linalg.solve(a[0, 0], v), rtol=1e-3, atol=1e-3)
+    near(la.solve(T(a[0, 0], device, dtype), T(v, device, dtype)), np.linalg.solve(a[0, 0], v), dtype, device)
     with pytest.raises(ValueError, match=r"\[linalg.solve\]"):
-        la.solve(T(a), T(random_array((4,))))
+        la.solve(T(a, device, dtype), T(random_array((4,)), device, dtype))
 
 
 def ref_vector_norm(a, axis, ord):
@@ -135,29 +207,25 @@ def test_compositions_differentiate(device):
     check_vs_torch(lambda x: la.trace(x), lambda x: torch.trace(x), [a], device)
 
 
-def test_gpu_decompositions_raise(gpu_device):
-    with pytest.raises(RuntimeError, match=r"\[linalg.inv\] not implemented on the rocm backend"):
-        la.inv(pf.eye(3, device=gpu_device)).numpy()
-
-
-def test_decomposition_grads_match_torch():
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_decomposition_grads_match_torch(device, dtype):
     from gradcheck import check_vs_torch
     torch = pytest.importorskip("torch")
-    g = random_array((2, 3, 3)) + 3 * np.eye(3)
+    g = well(3, (2,))
     b = random_array((2, 3, 2))
     s = spd(3, (2,))
-    check_vs_torch(la.inv, torch.linalg.inv, [g], "cpu", rtol=1e-3, atol=1e-4)
-    check_vs_torch(la.det, torch.linalg.det, [g], "cpu", rtol=1e-3, atol=1e-3)
-    check_vs_torch(lambda x: la.slogdet(x).logabsdet, lambda x: torch.linalg.slogdet(x).logabsdet, [g], "cpu",
-                   rtol=1e-3, atol=1e-4)
-    check_vs_torch(la.solve, torch.linalg.solve, [g, b], "cpu", rtol=1e-3, atol=1e-4)
+    tol = dict(rtol=1e-3, atol=1e-4) if dtype == "float32" else dict(rtol=1e-9, atol=1e-10)
+    check = lambda f, tf, xs, **kw: check_vs_torch(f, tf, xs, device, dtype=dtype, **{**tol, **kw})  # noqa: E731
+    check(la.inv, torch.linalg.inv, [g])
+    check(la.det, torch.linalg.det, [g], atol=1e-2 if dtype == "float32" else 1e-9)
+    check(lambda x: la.slogdet(x).logabsdet, lambda x: torch.linalg.slogdet(x).logabsdet, [g])
+    check(la.solve, torch.linalg.solve, [g, b])
     for upper in (False, True):
-        check_vs_torch(lambda x: la.cholesky(x, upper=upper), lambda x: torch.linalg.cholesky(x, upper=upper),
-                       [s], "cpu", rtol=1e-3, atol=1e-4)
-    check_vs_torch(la.eigvalsh, torch.linalg.eigvalsh, [s], "cpu", rtol=1e-3, atol=1e-4)
+        check(lambda x: la.cholesky(x, upper=upper), lambda x: torch.linalg.cholesky(x, upper=upper), [s])
+    check(la.eigvalsh, torch.linalg.eigvalsh, [s])
     # Eigenvectors up to sign: a sign-invariant function of them.
-    check_vs_torch(lambda x: la.eigh(x).eigenvectors ** 2, lambda x: torch.linalg.eigh(x).eigenvectors ** 2,
-                   [s], "cpu", rtol=1e-3, atol=1e-4)
+    check(lambda x: la.eigh(x).eigenvectors ** 2, lambda x: torch.linalg.eigh(x).eigenvectors ** 2, [s])
     with pytest.raises(ValueError, match=r"not differentiable"):
-        x = pf.tensor(s.astype(np.float32), requires_grad=True)
+        x = T(s, device, dtype)
+        x.requires_grad = True
         pf.sum(la.svdvals(x)).backward()

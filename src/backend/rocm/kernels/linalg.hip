@@ -161,8 +161,8 @@ struct Job {
   }
 };
 
-// Column-major lower factor Lc of the buffer (A is symmetric: the buffer's
-// column-major reading is A itself) read row-major is Lc^T = U.
+// As on the CPU: the column-major upper factor of the buffer (which reads
+// A's row-major lower triangle) is, read row-major, the lower factor L.
 template <typename T>
 void cholesky(Job<T>& j, const T* a, T* out, int n) {
   const int64_t nn = int64_t(n) * n;
@@ -171,11 +171,11 @@ void cholesky(Job<T>& j, const T* a, T* out, int n) {
   fill_pointers<T><<<grid_for(j.ctx, j.mats, kThreads), kThreads, 0, j.ctx.stream>>>(ptrs, w, nn, j.mats);
   PF_HIP_CHECK_LAUNCH();
   int* info = j.template scratch<int>(j.mats);
-  PF_SOLVER_CHECK(Sv<T>::potrf_batched(j.h, HIPSOLVER_FILL_MODE_LOWER, n, ptrs, std::max(n, 1), info,
+  PF_SOLVER_CHECK(Sv<T>::potrf_batched(j.h, HIPSOLVER_FILL_MODE_UPPER, n, ptrs, std::max(n, 1), info,
                                        to_int(j.mats, j.p.name())));
   j.check(info, j.mats, "the matrix is not positive definite");
-  if (j.p.flag) j.copy(w, nn, n, false, out, nn, n, n, Tri::Upper);
-  else j.copy(w, nn, n, true, out, nn, n, n, Tri::Lower);
+  if (j.p.flag) j.copy(w, nn, n, true, out, nn, n, n, Tri::Upper);  // U = L^T
+  else j.copy(w, nn, n, false, out, nn, n, n, Tri::Lower);
 }
 
 // LU of each matrix's buffer as is (the column-major A^T) into a copy;
