@@ -1,9 +1,9 @@
 // Ops of the 'linalg' family (see ops.h for the contract): the Array API's
 // linalg extension where a decomposition is needed. Inputs are stacks of
 // matrices (..., M, N); integer and 16-bit inputs compute in float32. On the
-// CPU they run LAPACK (OpenBLAS's); the GPU backend raises a clear error
-// naming the op (no cuSOLVER/rocSOLVER path yet). Numerical failures
-// (a singular matrix, no Cholesky factor) raise ValueError at evaluation.
+// CPU they run LAPACK (OpenBLAS's), on the GPU hipSOLVER (AMD) or cuSOLVER
+// (NVIDIA). Numerical failures (a singular matrix, no Cholesky factor, no
+// convergence) raise ValueError at evaluation (on the GPU: at its end).
 // inv, det, slogdet, solve, cholesky and eigh are differentiable; qr and svd not yet.
 #pragma once
 #include <tuple>

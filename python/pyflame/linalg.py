@@ -2,10 +2,10 @@
 ``pyflame.array_api.linalg``).
 
 Decompositions (cholesky, inv, det, slogdet, solve, qr, eigh, svd) run LAPACK
-on the CPU; on 'rocm' they raise a clear error (no cuSOLVER/rocSOLVER path
-yet). They compute in float32 for integer and 16-bit inputs; inv, det,
-slogdet, solve, cholesky and eigh are differentiable, qr and svd not yet. The
-rest are compositions of differentiable ops.
+on the CPU and hipSOLVER (AMD) or cuSOLVER (NVIDIA) on 'rocm'. They compute in
+float32 for integer and 16-bit inputs; inv, det, slogdet, solve, cholesky and
+eigh are differentiable, qr and svd not yet. The rest are compositions of
+differentiable ops.
 """
 import builtins
 import math

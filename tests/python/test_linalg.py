@@ -184,7 +184,7 @@ def test_norms_and_compositions(device):
         for axis in (None, -1, (0, 2)):
             close(la.vector_norm(t, axis=axis, ord=ord), ref_vector_norm(a, axis, ord), rtol=1e-4, atol=1e-5)
     close(la.vector_norm(t, axis=()), np.abs(a))
-    for ord in ("fro", 1, -1, np.inf, -np.inf):
+    for ord in ("fro", 1, -1, np.inf, -np.inf, 2, -2, "nuc"):
         close(la.matrix_norm(t, ord=ord), np.linalg.norm(a, ord=ord, axis=(-2, -1)))
     close(la.matrix_norm(t, keepdims=True), np.linalg.norm(a, axis=(-2, -1), keepdims=True))
     close(la.trace(t), np.trace(a, axis1=-2, axis2=-1))
