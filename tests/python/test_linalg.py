@@ -72,7 +72,8 @@ def test_decompositions(device, dtype, batch):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 4), (2, 1, 6, 2), (0, 3, 2)])
+# Single matrices, stacks of small ones (batched on the GPU) and of larger ones.
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 4), (2, 1, 6, 2), (3, 2, 5), (2, 40, 3), (0, 3, 2)])
 def test_qr_svd(device, dtype, shape):
     a = random_array(shape)
     t = T(a, device, dtype)
@@ -105,6 +106,15 @@ def test_qr_svd(device, dtype, shape):
     near(la.svdvals(t), np.linalg.svd(a, compute_uv=False), dtype, device, 10)
     near(la.pinv(t), np.linalg.pinv(a), dtype, device, 100)
     np.testing.assert_array_equal(la.matrix_rank(t).numpy(), np.linalg.matrix_rank(a))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_eigh_of_a_stack_of_larger_matrices(device, dtype):
+    a = spd(40, (2,))
+    w, v = la.eigh(T(a, device, dtype))
+    near(w, np.linalg.eigvalsh(a), dtype, device, 10)
+    vn = v.numpy().astype(np.float64)
+    np.testing.assert_allclose(a @ vn, vn * w.numpy()[..., None, :], atol=1e-2 if dtype == "float32" else 1e-8)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

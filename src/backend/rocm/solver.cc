@@ -12,6 +12,10 @@ SolverHandle& handle_for(DeviceContext& ctx) {
     DeviceGuard g(ctx.device);
     auto h = std::make_unique<SolverHandle>();
     h->h = gpu::create_solver_handle(ctx.stream);
+    PF_SOLVER_CHECK(hipsolverDnCreateSyevjInfo(&h->syevj));
+    PF_SOLVER_CHECK(hipsolverDnXsyevjSetSortEig(h->syevj, 1));  // ascending eigenvalues
+    PF_SOLVER_CHECK(hipsolverDnCreateGesvdjInfo(&h->gesvdj));
+    PF_SOLVER_CHECK(hipsolverDnXgesvdjSetSortEig(h->gesvdj, 1));  // descending singular values
     ctx.solver.store(h.release(), std::memory_order_release);
   }
   return *ctx.solver.load();

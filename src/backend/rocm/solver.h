@@ -13,6 +13,10 @@ namespace pyflame::backend::rocm::solver {
 
 struct SolverHandle {
   gpu::solver_handle_t h = nullptr;
+  // Parameters of the batched Jacobi routines: the libraries' defaults
+  // (machine-precision tolerance, 100 sweeps) with sorted results.
+  hipsolverSyevjInfo_t syevj = nullptr;
+  hipsolverGesvdjInfo_t gesvdj = nullptr;
   std::mutex mu;
 };
 

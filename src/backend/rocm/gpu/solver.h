@@ -16,13 +16,19 @@
 #else
 #include <cusolverDn.h>
 
-// Handles and status.
+// Handles, Jacobi parameters and status.
 using hipsolverDnHandle_t = cusolverDnHandle_t;
+using hipsolverSyevjInfo_t = syevjInfo_t;
+using hipsolverGesvdjInfo_t = gesvdjInfo_t;
 using hipsolverStatus_t = cusolverStatus_t;
 #define HIPSOLVER_STATUS_SUCCESS CUSOLVER_STATUS_SUCCESS
 #define hipsolverDnCreate cusolverDnCreate
 #define hipsolverDnDestroy cusolverDnDestroy
 #define hipsolverDnSetStream cusolverDnSetStream
+#define hipsolverDnCreateSyevjInfo cusolverDnCreateSyevjInfo
+#define hipsolverDnXsyevjSetSortEig cusolverDnXsyevjSetSortEig
+#define hipsolverDnCreateGesvdjInfo cusolverDnCreateGesvdjInfo
+#define hipsolverDnXgesvdjSetSortEig cusolverDnXgesvdjSetSortEig
 
 // Enum values (cuSOLVER takes cuBLAS's fill mode and operation).
 #define HIPSOLVER_FILL_MODE_UPPER CUBLAS_FILL_MODE_UPPER
@@ -56,6 +62,14 @@ using hipsolverStatus_t = cusolverStatus_t;
 #define hipsolverDnDgesvd_bufferSize cusolverDnDgesvd_bufferSize
 #define hipsolverDnSgesvd cusolverDnSgesvd
 #define hipsolverDnDgesvd cusolverDnDgesvd
+#define hipsolverDnSsyevjBatched_bufferSize cusolverDnSsyevjBatched_bufferSize
+#define hipsolverDnDsyevjBatched_bufferSize cusolverDnDsyevjBatched_bufferSize
+#define hipsolverDnSsyevjBatched cusolverDnSsyevjBatched
+#define hipsolverDnDsyevjBatched cusolverDnDsyevjBatched
+#define hipsolverDnSgesvdjBatched_bufferSize cusolverDnSgesvdjBatched_bufferSize
+#define hipsolverDnDgesvdjBatched_bufferSize cusolverDnDgesvdjBatched_bufferSize
+#define hipsolverDnSgesvdjBatched cusolverDnSgesvdjBatched
+#define hipsolverDnDgesvdjBatched cusolverDnDgesvdjBatched
 #endif
 
 namespace pyflame::gpu {

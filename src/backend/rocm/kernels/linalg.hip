@@ -1,9 +1,11 @@
 // The 'linalg' family on the GPU: the dense solver library (hipSOLVER on AMD,
 // cuSOLVER on NVIDIA: gpu/solver.h) on the evaluation's stream, with the CPU
 // kernels' row-major reading (cpu/linalg.cc): a row-major matrix is the
-// column-major transpose. Cholesky runs batched (potrfBatched); the other
-// routines have no batched form common to both libraries and are queued once
-// per matrix of the stack, on the stream, without waiting. The routines'
+// column-major transpose. Batched where both libraries are: Cholesky
+// (potrfBatched), and eigh and svd of stacks of small matrices (the Jacobi
+// routines syevjBatched, gesvdjBatched; cuSOLVER takes sizes up to 32). The
+// other routines are queued once per matrix of the stack, on the stream,
+// without waiting. The routines'
 // info words (singular, not positive definite, not converged) are read at the
 // end of the evaluation (deferred_check) and raise the CPU path's exception.
 #include <algorithm>
@@ -36,6 +38,10 @@ struct Sv;
     static constexpr auto syevd = hipsolverDn##p##syevd;                   \
     static constexpr auto gesvd_size = hipsolverDn##p##gesvd_bufferSize;   \
     static constexpr auto gesvd = hipsolverDn##p##gesvd;                   \
+    static constexpr auto syevj_size = hipsolverDn##p##syevjBatched_bufferSize; \
+    static constexpr auto syevj = hipsolverDn##p##syevjBatched;            \
+    static constexpr auto gesvdj_size = hipsolverDn##p##gesvdjBatched_bufferSize; \
+    static constexpr auto gesvdj = hipsolverDn##p##gesvdjBatched;          \
   };
 PF_SV(float, S)
 PF_SV(double, D)
@@ -109,6 +115,9 @@ __global__ void lu_det(const T* lu, const int* ipiv, const int* info, int64_t n,
   }
 }
 
+// The largest matrices the batched Jacobi routines take (cuSOLVER's limit).
+constexpr int kJacobiMax = 32;
+
 int to_int(int64_t v, const char* fn) {
   if (v > std::numeric_limits<int>::max()) throw ValueError(errmsg(fn, "matrix too large for the solver library"));
   return static_cast<int>(v);
@@ -120,6 +129,7 @@ template <typename T>
 struct Job {
   const Lapack& p;
   DeviceContext& ctx;
+  solver::SolverHandle& s;
   gpu::solver_handle_t h;
   int64_t mats;
   std::vector<std::shared_ptr<Buffer>> held;
@@ -294,15 +304,46 @@ void eigh(Job<T>& j, const T* a, T* out, int n) {
   T* w = j.copy_of(a, j.mats * nn);
   T* vals = values ? out : j.scratch(j.mats * n);
   int* info = j.template scratch<int>(j.mats);
+  const auto up = HIPSOLVER_FILL_MODE_UPPER;
   int lwork = 0;
-  PF_SOLVER_CHECK(Sv<T>::syevd_size(j.h, jobz, HIPSOLVER_FILL_MODE_UPPER, n, w, n, vals, &lwork));
-  T* work = j.scratch(lwork);
-  for (int64_t b = 0; b < j.mats; ++b) {
-    PF_SOLVER_CHECK(Sv<T>::syevd(j.h, jobz, HIPSOLVER_FILL_MODE_UPPER, n, w + b * nn, n, vals + b * n, work, lwork,
-                                 info + b));
+  if (j.mats > 1 && n <= kJacobiMax) {  // the whole stack in one call
+    const int nb = to_int(j.mats, j.p.name());
+    PF_SOLVER_CHECK(Sv<T>::syevj_size(j.h, jobz, up, n, w, n, vals, &lwork, j.s.syevj, nb));
+    T* work = j.scratch(lwork);
+    PF_SOLVER_CHECK(Sv<T>::syevj(j.h, jobz, up, n, w, n, vals, work, lwork, info, j.s.syevj, nb));
+  } else {
+    PF_SOLVER_CHECK(Sv<T>::syevd_size(j.h, jobz, up, n, w, n, vals, &lwork));
+    T* work = j.scratch(lwork);
+    for (int64_t b = 0; b < j.mats; ++b) {
+      PF_SOLVER_CHECK(Sv<T>::syevd(j.h, jobz, up, n, w + b * nn, n, vals + b * n, work, lwork, info + b));
+    }
   }
   j.check(info, j.mats, "the eigenvalue iteration did not converge");
   if (!values) j.copy(w, nn, n, true, out, nn, n, n);  // column c is eigenvector c
+}
+
+// A stack of small matrices in one call. The buffer as is is the
+// column-major (n x m) A^T = V S U^T: gesvdj's full left factor is V
+// (n x n), its right factor U (m x m), both column-major.
+template <typename T>
+void svd_batched(Job<T>& j, const T* a, T* out, int m, int n) {
+  const int k = std::min(m, n), output = j.p.output;  // 0: U, 1: S, 2: Vh
+  const int64_t mn = int64_t(m) * n, nn = int64_t(n) * n, mm = int64_t(m) * m;
+  const int nb = to_int(j.mats, j.p.name());
+  const auto jobz = output == 1 ? HIPSOLVER_EIG_MODE_NOVECTOR : HIPSOLVER_EIG_MODE_VECTOR;
+  T* w = j.copy_of(a, j.mats * mn);
+  T* s = output == 1 ? out : j.scratch(j.mats * k);
+  T* v = j.scratch(j.mats * nn);
+  T* u = j.scratch(j.mats * mm);
+  int* info = j.template scratch<int>(j.mats);
+  int lwork = 0;
+  PF_SOLVER_CHECK(Sv<T>::gesvdj_size(j.h, jobz, n, m, w, n, s, v, n, u, m, &lwork, j.s.gesvdj, nb));
+  T* work = j.scratch(lwork);
+  PF_SOLVER_CHECK(Sv<T>::gesvdj(j.h, jobz, n, m, w, n, s, v, n, u, m, work, lwork, info, j.s.gesvdj, nb));
+  j.check(info, j.mats, "the SVD did not converge");
+  const int ucols = j.p.flag ? m : k, vrows = j.p.flag ? n : k;
+  if (output == 0) j.copy(u, mm, m, true, out, int64_t(m) * ucols, m, ucols);
+  else if (output == 2) j.copy(v, nn, n, false, out, int64_t(vrows) * n, vrows, n);  // Vh = V^T
 }
 
 // gesvd takes M >= N. A wide row-major A (n >= m) is, as is, the column-major
@@ -318,6 +359,7 @@ void svd(Job<T>& j, const T* a, T* out, int m, int n) {
     if (output != 1) j.eye(out, output == 0 ? m : n, output == 0 ? m : n);
     return;
   }
+  if (j.mats > 1 && m <= kJacobiMax && n <= kJacobiMax) return svd_batched(j, a, out, m, n);
   const bool wide = n >= m;
   const int M = wide ? n : m, N = wide ? m : n;
   const int64_t mn = int64_t(m) * n, ucols = full ? M : N;
@@ -364,7 +406,7 @@ void run(const Lapack& p, const std::vector<Tensor>& in, Tensor& out) {
   DeviceGuard g(ctx.device);
   solver::SolverHandle& sh = solver::handle_for(ctx);
   std::lock_guard lk(sh.mu);  // the library handle serves one thread at a time
-  Job<T> j{p, ctx, sh.h, mats, {}};
+  Job<T> j{p, ctx, sh, sh.h, mats, {}};
   const T* a = x.data<T>();
   T* o = out.data<T>();
   switch (p.op) {
