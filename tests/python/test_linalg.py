@@ -143,6 +143,18 @@ def test_noncontiguous_inputs(device, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_zero_by_zero_matrices(device, dtype):
+    t = T(np.zeros((2, 0, 0)), device, dtype)
+    near(la.det(t), np.ones(2), dtype, device)
+    sign, logabs = la.slogdet(t)
+    near(sign, np.ones(2), dtype, device)
+    near(logabs, np.zeros(2), dtype, device)
+    z = np.zeros((2, 0, 0))
+    for f, ref in ((la.inv, np.linalg.inv), (la.cholesky, np.linalg.cholesky), (la.eigvalsh, np.linalg.eigvalsh)):
+        assert f(t).numpy().shape == ref(z).shape
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_rank_deficient_and_singular(device, dtype):
     a = np.outer([1.0, 2.0, 3.0], [1.0, -1.0, 2.0])
     assert int(la.matrix_rank(T(a, device, dtype)).numpy()) == 1
