@@ -4,8 +4,8 @@
 // column-major transpose. Batched where both libraries are: Cholesky
 // (potrfBatched), and eigh and svd of stacks of small matrices (the Jacobi
 // routines syevjBatched, gesvdjBatched; cuSOLVER takes sizes up to 32). The
-// other routines are queued once per matrix of the stack, on the stream,
-// without waiting. The routines'
+// other routines are queued once per matrix of the stack, on the stream;
+// nothing here waits for the device. The routines'
 // info words (singular, not positive definite, not converged) are read at the
 // end of the evaluation (deferred_check) and raise the CPU path's exception.
 #include <algorithm>
