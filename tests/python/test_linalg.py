@@ -157,7 +157,7 @@ def test_zero_by_zero_matrices(device, dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_rank_deficient_and_singular(device, dtype):
     a = np.outer([1.0, 2.0, 3.0], [1.0, -1.0, 2.0])
-    assert int(la.matrix_rank(T(a, device, dtype)).numpy()) == 1
+    assert int(la.matrix_rank(T(a, device, dtype), rtol=1e-5).numpy()) == 1  # a margin over float32's rounding
     # A zero column: exactly singular whatever the order of the elimination.
     z = np.array([[1.0, 0.0, 2.0], [3.0, 0.0, 4.0], [5.0, 0.0, 7.0]])
     sign, logabs = la.slogdet(T(z, device, dtype))
