@@ -192,6 +192,77 @@ TEST_F(Gpu, MultiStreamThreadsMatchCpu) {
   }
 }
 
+namespace {
+
+// Well conditioned (a dominant diagonal) and symmetric positive definite
+// stacks of n x n matrices, made on the CPU.
+Tensor well_conditioned(Shape s) {
+  const int64_t n = s.back();
+  return add(rnd(s), mul(eye(n, n, 0, Dtype::Float32, Device::cpu()), scalar(3.0 * n, Dtype::Float32)));
+}
+
+Tensor positive_definite(Shape s) {
+  const int64_t n = s.back();
+  Tensor x = rnd(s);
+  return add(matmul(x, swapaxes(x, -1, -2)), mul(eye(n, n, 0, Dtype::Float32, Device::cpu()), scalar(double(n), Dtype::Float32)));
+}
+
+}  // namespace
+
+// hipSOLVER / cuSOLVER against LAPACK: results unique up to rounding (Q R and
+// U S Vh products, not the factors, whose signs may differ).
+TEST_F(Gpu, LinalgMatchesCpu) {
+  const double r = 1e-3, a = 1e-3;
+  expect_same([](auto& v) { return linalg::inv(v[0]); }, {well_conditioned({3, 5, 5})}, r, a);
+  expect_same([](auto& v) { return linalg::solve(v[0], v[1]); }, {well_conditioned({3, 5, 5}), rnd({3, 5, 2})}, r, a);
+  expect_same([](auto& v) { return linalg::det(v[0]); }, {well_conditioned({2, 4, 4})}, r, a);
+  expect_same([](auto& v) { return linalg::slogdet(v[0]).second; }, {well_conditioned({2, 4, 4})}, r, a);
+  for (bool upper : {false, true}) {
+    expect_same([upper](auto& v) { return linalg::cholesky(v[0], upper); }, {positive_definite({3, 6, 6})}, r, a);
+  }
+  // Batched (Jacobi) for stacks of small matrices, one call per matrix otherwise.
+  expect_same([](auto& v) { return linalg::eigvalsh(v[0]); }, {positive_definite({3, 6, 6})}, r, a);
+  expect_same([](auto& v) { return linalg::eigvalsh(v[0]); }, {positive_definite({40, 40})}, r, 1e-2);
+  expect_same([](auto& v) { return linalg::svdvals(v[0]); }, {rnd({3, 6, 4})}, r, a);
+  expect_same([](auto& v) { return linalg::svdvals(v[0]); }, {rnd({50, 7})}, r, a);
+  expect_same([](auto& v) {
+    auto [u, s, vh] = linalg::svd(v[0], false);
+    return matmul(mul(u, unsqueeze(s, s.ndim() - 1)), vh);
+  }, {rnd({2, 7, 3})}, r, a);
+  expect_same([](auto& v) {
+    auto [q, rr] = linalg::qr(v[0], true);
+    return matmul(q, rr);
+  }, {rnd({2, 3, 5})}, r, a);
+}
+
+TEST_F(Gpu, LinalgFailuresRaiseAtTheEndOfTheEvaluation) {
+  Tensor singular = to_device(zeros({2, 3, 3}), gpu);
+  EXPECT_THROW(host(linalg::inv(singular)), ValueError);
+  EXPECT_THROW(host(linalg::cholesky(to_device(mul(eye(3), scalar(-1.0, Dtype::Float32)), gpu))), ValueError);
+  EXPECT_EQ(host(linalg::det(singular)), std::vector<double>({0.0, 0.0}));  // not an error
+  EXPECT_EQ(host(linalg::inv(to_device(eye(2), gpu))), std::vector<double>({1, 0, 0, 1}));  // still usable
+}
+
+TEST_F(Gpu, LinalgMultiStreamThreadsMatchCpu) {
+  backend::rocm::set_multi_stream(true);  // a solver handle per bundle
+  std::vector<Tensor> xs;
+  std::vector<std::vector<double>> got(4), want(4);
+  for (int i = 0; i < 4; ++i) {
+    xs.push_back(well_conditioned({2 + i, 8, 8}));
+    want[i] = host(linalg::inv(xs.back()));
+  }
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] { got[i] = host(linalg::inv(to_device(xs[i], Device::rocm(0)))); });
+  }
+  for (auto& t : threads) t.join();
+  backend::rocm::set_multi_stream(false);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ(got[i].size(), want[i].size());
+    for (size_t j = 0; j < got[i].size(); ++j) ASSERT_NEAR(got[i][j], want[i][j], 1e-4) << "thread " << i;
+  }
+}
+
 TEST_F(Gpu, TransposeMaterializesThroughGeamAndCopyKernels) {
   expect_same([](auto& v) { return contiguous(transpose(v[0], {})); }, {rnd({37, 129})});  // BLAS geam
   expect_same([](auto& v) { return reshape(transpose(v[0], {}), {-1}); }, {rnd({64, 3})});
