@@ -81,19 +81,17 @@ void transpose_into(const T* src, int64_t rows, int64_t cols, T* dst) {
     for (int64_t j = 0; j < cols; ++j) dst[j * rows + i] = src[i * cols + j];
 }
 
-// A row-major lower factor L is the column-major upper factor: potrf('U').
+// A row-major lower factor L is the column-major upper factor: potrf('U')
+// reads and writes the row-major lower triangle; potrf('L'), for `upper`, the
+// row-major upper one (PyTorch's rule: the triangle of the factor is read).
 template <typename T>
 void cholesky(const Lapack& p, const T* a, T* out, int n) {
   std::memcpy(out, a, sizeof(T) * n * n);
   int info = 0;
-  Lp<T>::potrf("U", &n, out, &n, &info);
+  Lp<T>::potrf(p.flag ? "L" : "U", &n, out, &n, &info);
   check_info(info, p.name(), "the matrix is not positive definite");
   for (int i = 0; i < n; ++i)  // zero the triangle LAPACK left untouched
-    for (int j = i + 1; j < n; ++j) out[i * n + j] = T(0);
-  if (p.flag) {  // upper: U = L^T
-    for (int i = 0; i < n; ++i)
-      for (int j = i + 1; j < n; ++j) std::swap(out[i * n + j], out[j * n + i]);
-  }
+    for (int j = i + 1; j < n; ++j) (p.flag ? out[j * n + i] : out[i * n + j]) = T(0);
 }
 
 // inv(A^T) = inv(A)^T: the column-major inverse of the row-major input is

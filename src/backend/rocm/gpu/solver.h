@@ -32,6 +32,7 @@ using hipsolverStatus_t = cusolverStatus_t;
 
 // Enum values (cuSOLVER takes cuBLAS's fill mode and operation).
 #define HIPSOLVER_FILL_MODE_UPPER CUBLAS_FILL_MODE_UPPER
+#define HIPSOLVER_FILL_MODE_LOWER CUBLAS_FILL_MODE_LOWER
 #define HIPSOLVER_OP_N CUBLAS_OP_N
 #define HIPSOLVER_OP_T CUBLAS_OP_T
 #define HIPSOLVER_EIG_MODE_NOVECTOR CUSOLVER_EIG_MODE_NOVECTOR

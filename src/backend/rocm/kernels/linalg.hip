@@ -172,7 +172,8 @@ struct Job {
 };
 
 // As on the CPU: the column-major upper factor of the buffer (which reads
-// A's row-major lower triangle) is, read row-major, the lower factor L.
+// A's row-major lower triangle) is, read row-major, the lower factor L; the
+// column-major lower one, for `upper`, the upper factor.
 template <typename T>
 void cholesky(Job<T>& j, const T* a, T* out, int n) {
   const int64_t nn = int64_t(n) * n;
@@ -181,11 +182,10 @@ void cholesky(Job<T>& j, const T* a, T* out, int n) {
   fill_pointers<T><<<grid_for(j.ctx, j.mats, kThreads), kThreads, 0, j.ctx.stream>>>(ptrs, w, nn, j.mats);
   PF_HIP_CHECK_LAUNCH();
   int* info = j.template scratch<int>(j.mats);
-  PF_SOLVER_CHECK(Sv<T>::potrf_batched(j.h, HIPSOLVER_FILL_MODE_UPPER, n, ptrs, std::max(n, 1), info,
+  PF_SOLVER_CHECK(Sv<T>::potrf_batched(j.h, j.p.flag ? HIPSOLVER_FILL_MODE_LOWER : HIPSOLVER_FILL_MODE_UPPER, n, ptrs, std::max(n, 1), info,
                                        to_int(j.mats, j.p.name())));
   j.check(info, j.mats, "the matrix is not positive definite");
-  if (j.p.flag) j.copy(w, nn, n, true, out, nn, n, n, Tri::Upper);  // U = L^T
-  else j.copy(w, nn, n, false, out, nn, n, n, Tri::Lower);
+  j.copy(w, nn, n, false, out, nn, n, n, j.p.flag ? Tri::Upper : Tri::Lower);  // the other part is scratch
 }
 
 // LU of each matrix's buffer as is (the column-major A^T) into a copy;
