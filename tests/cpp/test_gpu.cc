@@ -194,17 +194,17 @@ TEST_F(Gpu, MultiStreamThreadsMatchCpu) {
 
 namespace {
 
-// Well conditioned (a dominant diagonal) and symmetric positive definite
-// stacks of n x n matrices, made on the CPU.
-Tensor well_conditioned(Shape s) {
-  const int64_t n = s.back();
-  return add(rnd(s), mul(eye(n, n, 0, Dtype::Float32, Device::cpu()), scalar(3.0 * n, Dtype::Float32)));
+Tensor scaled_eye(int64_t n, double v) {
+  return mul(eye(n, n, 0, Dtype::Float32, Device::cpu()), scalar(v, Dtype::Float32));
 }
 
+// Well conditioned (a dominant diagonal) and symmetric positive definite
+// stacks of n x n matrices, made on the CPU.
+Tensor well_conditioned(Shape s) { return add(rnd(s), scaled_eye(s.back(), 3.0 * s.back())); }
+
 Tensor positive_definite(Shape s) {
-  const int64_t n = s.back();
   Tensor x = rnd(s);
-  return add(matmul(x, swapaxes(x, -1, -2)), mul(eye(n, n, 0, Dtype::Float32, Device::cpu()), scalar(double(n), Dtype::Float32)));
+  return add(matmul(x, swapaxes(x, -1, -2)), scaled_eye(s.back(), double(s.back())));
 }
 
 }  // namespace
@@ -238,7 +238,7 @@ TEST_F(Gpu, LinalgMatchesCpu) {
 TEST_F(Gpu, LinalgFailuresRaiseAtTheEndOfTheEvaluation) {
   Tensor singular = to_device(zeros({2, 3, 3}), gpu);
   EXPECT_THROW(host(linalg::inv(singular)), ValueError);
-  EXPECT_THROW(host(linalg::cholesky(to_device(mul(eye(3), scalar(-1.0, Dtype::Float32)), gpu))), ValueError);
+  EXPECT_THROW(host(linalg::cholesky(to_device(scaled_eye(3, -1.0), gpu))), ValueError);
   EXPECT_EQ(host(linalg::det(singular)), std::vector<double>({0.0, 0.0}));  // not an error
   EXPECT_EQ(host(linalg::inv(to_device(eye(2), gpu))), std::vector<double>({1, 0, 0, 1}));  // still usable
 }

@@ -68,7 +68,8 @@ def test_decompositions(device, dtype, batch):
     # Eigenvectors up to sign: A v = w v, orthonormal.
     vn = v.numpy().astype(np.float64)
     np.testing.assert_allclose(a @ vn, vn * w.numpy()[..., None, :], atol=2e-3 if dtype == "float32" else 1e-9)
-    np.testing.assert_allclose(mT(vn) @ vn, np.broadcast_to(np.eye(4), vn.shape), atol=1e-5 if dtype == "float32" else 1e-12)
+    np.testing.assert_allclose(mT(vn) @ vn, np.broadcast_to(np.eye(4), vn.shape),
+                               atol=1e-5 if dtype == "float32" else 1e-12)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

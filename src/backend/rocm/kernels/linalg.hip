@@ -182,8 +182,8 @@ void cholesky(Job<T>& j, const T* a, T* out, int n) {
   fill_pointers<T><<<grid_for(j.ctx, j.mats, kThreads), kThreads, 0, j.ctx.stream>>>(ptrs, w, nn, j.mats);
   PF_HIP_CHECK_LAUNCH();
   int* info = j.template scratch<int>(j.mats);
-  PF_SOLVER_CHECK(Sv<T>::potrf_batched(j.h, j.p.flag ? HIPSOLVER_FILL_MODE_LOWER : HIPSOLVER_FILL_MODE_UPPER, n, ptrs, std::max(n, 1), info,
-                                       to_int(j.mats, j.p.name())));
+  const auto uplo = j.p.flag ? HIPSOLVER_FILL_MODE_LOWER : HIPSOLVER_FILL_MODE_UPPER;
+  PF_SOLVER_CHECK(Sv<T>::potrf_batched(j.h, uplo, n, ptrs, std::max(n, 1), info, to_int(j.mats, j.p.name())));
   j.check(info, j.mats, "the matrix is not positive definite");
   j.copy(w, nn, n, false, out, nn, n, n, j.p.flag ? Tri::Upper : Tri::Lower);  // the other part is scratch
 }
