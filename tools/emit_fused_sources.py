@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the generated GPU source of a representative set of fused regions
 (every dtype, broadcast / strided / scalar loads, comparisons, where, casts,
-the MLP epilogues and an Adam-like update) to OUTDIR/<kernel>.hip, for the
+the MLP epilogues and an Adam-like update storing several outputs) to OUTDIR/<kernel>.hip, for the
 AMD and NVIDIA compile checks: run-time compiled kernels are then compiled
 for every target in CI, not only on the machine that first runs them.
 
@@ -44,7 +44,10 @@ def graphs():
     p, g, m, v = t((128,)), t((128,)), t((128,)), t((128,))
     m2 = m * 0.9 + g * 0.1
     v2 = v * 0.999 + g * g * 0.001
+    # m2 and v2 are outputs too: one region stores all three (multi-output).
     out.append(("adam_like", [p - 0.01 * (m2 / 0.1) / (pf.sqrt(v2 / 0.001) + 1e-8), m2, v2]))
+    h = t((8, 16), "float16") * 2.0
+    out.append(("multi_output_f16_bool", [pf.exp(h) + 1.0, h, h > 1.0]))
     return out
 
 

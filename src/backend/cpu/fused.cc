@@ -204,7 +204,7 @@ void store_block(const Val& v, T* o, int64_t n) {
 
 }  // namespace
 
-void eval_fused_cpu(const FusedRegion& r, const std::vector<Tensor>& in, Tensor& out) {
+void eval_fused_cpu(const FusedRegion& r, const std::vector<Tensor>& in, std::vector<Tensor>& outs) {
   const size_t ns = r.steps.size();
   std::vector<LoadPlan> loads;
   for (const Tensor& t : in) loads.push_back(plan_load(t, r.shape));
@@ -217,8 +217,8 @@ void eval_fused_cpu(const FusedRegion& r, const std::vector<Tensor>& in, Tensor&
   // Scalar slots are numbered in tape order, as pushed above.
   const Dtype od = r.steps.back().dtype;
   const bool out_direct = od != Dtype::Float16 && od != Dtype::BFloat16;
-  char* out_base = static_cast<char*>(out.raw_data());
-  cpu::parallel_for(out.size(), cpu::kGrain, [&](int64_t begin, int64_t end) {
+  char* out_base = static_cast<char*>(outs.back().raw_data());
+  cpu::parallel_for(outs.back().size(), cpu::kGrain, [&](int64_t begin, int64_t end) {
     std::vector<int64_t> scratch(ns * kBlock);  // 8 bytes per element covers every arithmetic type
     std::vector<Val> v(ns);
     for (int64_t start = begin; start < end; start += kBlock) {
@@ -231,10 +231,13 @@ void eval_fused_cpu(const FusedRegion& r, const std::vector<Tensor>& in, Tensor&
         }
         v[i] = run_step(r.steps[i], v, loads, scalars, dt, start, n, buf);
       }
-      cpu::dispatch(od, [&](auto tag) {
-        using T = decltype(tag);
-        store_block<T>(v.back(), reinterpret_cast<T*>(out_base) + start, n);
-      });
+      for (size_t k = 0; k < outs.size(); ++k) {
+        const Dtype t = dt[r.output_steps[k]];
+        cpu::dispatch(t, [&](auto tag) {
+          using T = decltype(tag);
+          store_block<T>(v[r.output_steps[k]], static_cast<T*>(outs[k].raw_data()) + start, n);
+        });
+      }
     }
   });
 }

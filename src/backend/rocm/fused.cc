@@ -170,8 +170,8 @@ const Entry& kernel_for(DeviceContext& ctx, const FusedRegion& r, const fuse::Ke
 
 }  // namespace
 
-bool eval_fused_gpu(const FusedRegion& r, const std::vector<Tensor>& loads, Tensor& out) {
-  DeviceContext& ctx = backend::rocm::context(out.device().index);
+bool eval_fused_gpu(const FusedRegion& r, const std::vector<Tensor>& loads, std::vector<Tensor>& outs) {
+  DeviceContext& ctx = backend::rocm::context(r.device.index);
   backend::rocm::DeviceGuard g(ctx.device);
   const fuse::KernelLayout L = fuse::kernel_layout(r);
   if (int(L.shape.size()) > fuse::kMaxKernelAxes) return false;
@@ -179,9 +179,11 @@ bool eval_fused_gpu(const FusedRegion& r, const std::vector<Tensor>& loads, Tens
   if (!e.kernel) return false;
   std::vector<const void*> in;
   for (const Tensor& t : loads) in.push_back(t.raw_data());
-  std::vector<int64_t> args = fuse::kernel_args(r, L, in, out.raw_data());
+  std::vector<void*> out;
+  for (Tensor& t : outs) out.push_back(t.raw_data());
+  std::vector<int64_t> args = fuse::kernel_args(r, L, in, out);
   constexpr int kBlock = 256;
-  gpu::rtc_launch(e.kernel, backend::rocm::grid_for(ctx, out.size(), kBlock), kBlock, args.data(),
+  gpu::rtc_launch(e.kernel, backend::rocm::grid_for(ctx, outs.back().size(), kBlock), kBlock, args.data(),
                   args.size() * sizeof(int64_t), ctx.stream);
   return true;
 }

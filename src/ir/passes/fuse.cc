@@ -46,6 +46,8 @@ std::string FusedRegion::signature() const {
     os << int(s.kind) << ':' << int(s.op) << ':' << dtype_name(s.dtype) << ':' << s.a << ',' << s.b << ','
        << s.c << ',' << s.slot << ';';
   }
+  os << "out";
+  for (int k : output_steps) os << ':' << k;
   return os.str();
 }
 
@@ -63,7 +65,11 @@ std::string FusedRegion::describe() const {
     if (s.kind == FusedStep::Kind::Cast) t += "->" + std::string(dtype_name(s.dtype));
     text[i] = t;
   }
-  return text.empty() ? "" : text.back();
+  if (text.empty()) return "";
+  std::string d = text.back();
+  // Stored interior values: "  [+ stores mul(x0, s0)]".
+  for (size_t k = 0; k + 1 < output_steps.size(); ++k) d += " [+ stores " + text[output_steps[k]] + "]";
+  return d;
 }
 
 namespace fuse {
@@ -72,6 +78,7 @@ namespace {
 
 constexpr int kMaxOps = 48;    // compute steps per region
 constexpr int kMaxLoads = 12;  // external inputs per region (kernel argument size)
+constexpr int kMaxOutputs = 8; // values stored per region, the output included
 
 std::atomic<bool> g_enabled{settings::fusion()};
 std::atomic<bool> g_gpu{settings::fusion_gpu()};
@@ -126,11 +133,18 @@ LoadKey load_key(const Node* p) {
 struct Builder {
   const std::vector<std::shared_ptr<Node>>& order;
   std::unordered_map<const Node*, int> pos;  // position in the order
+  std::unordered_map<const Node*, std::vector<const Node*>> consumers;  // within the order
+  // Where each node already placed is evaluated: a region's members at its
+  // output's position, anything else at its own.
+  std::unordered_map<const Node*, int> at;
   Plan plan;
   std::unordered_set<const Node*> taken;
 
   explicit Builder(const std::vector<std::shared_ptr<Node>>& o) : order(o) {
-    for (size_t i = 0; i < o.size(); ++i) pos[o[i].get()] = int(i);
+    for (size_t i = 0; i < o.size(); ++i) {
+      pos[o[i].get()] = int(i);
+      for (const Tensor& t : o[i]->inputs) consumers[t.node()].push_back(o[i].get());
+    }
   }
 
   // References to n from outside `members`: all of its holders but the
@@ -143,9 +157,30 @@ struct Builder {
     return refs;
   }
 
-  bool joins(const std::shared_ptr<Node>& p, const Node* root, const std::vector<Node*>& members) const {
-    return pos.count(p.get()) && !taken.count(p.get()) && computable(p.get()) && !p->requires_grad &&
-           p->shape == root->shape && p->device == root->device && outside_refs(p, members) == 0;
+  enum class Join { No, Interior, Output };
+
+  // Whether p joins the region: as an interior value when nothing outside
+  // needs it, as a stored output when everything outside that needs it in
+  // this evaluation runs after the region (at the output's position); holders
+  // outside the evaluation (user handles, later graphs) read it afterwards.
+  Join joins(const std::shared_ptr<Node>& p, const Node* root, const std::vector<Node*>& members) const {
+    if (!pos.count(p.get()) || taken.count(p.get()) || !computable(p.get()) || p->requires_grad ||
+        p->shape != root->shape || p->device != root->device) {
+      return Join::No;
+    }
+    if (outside_refs(p, members) == 0) return Join::Interior;
+    const int root_at = pos.at(root);
+    if (auto it = consumers.find(p.get()); it != consumers.end()) {
+      for (const Node* c : it->second) {
+        if (std::find(members.begin(), members.end(), c) != members.end()) continue;
+        // Nodes after the output were all placed already; an unplaced one
+        // before it runs before the region.
+        auto a = at.find(c);
+        const int c_at = a != at.end() ? a->second : pos.at(c);
+        if (c_at <= root_at) return Join::No;
+      }
+    }
+    return Join::Output;
   }
 
   // Distinct external inputs of the members (constants aside).
@@ -160,19 +195,22 @@ struct Builder {
     return int(keys.size());
   }
 
-  std::vector<Node*> grow(Node* root) {
+  // The region's members; `stored` gets those also needed outside.
+  std::vector<Node*> grow(Node* root, std::unordered_set<const Node*>& stored) {
     std::vector<Node*> members{root};
     for (bool changed = !root->requires_grad; changed && int(members.size()) < kMaxOps;) {
       changed = false;
       for (size_t i = 0; i < members.size() && int(members.size()) < kMaxOps; ++i) {
         for (size_t k = 0; k < members[i]->inputs.size(); ++k) {
           const std::shared_ptr<Node>& p = members[i]->inputs[k].node_ptr();
-          if (!joins(p, root, members)) continue;
+          const Join j = joins(p, root, members);
+          if (j == Join::No || (j == Join::Output && int(stored.size()) + 1 >= kMaxOutputs)) continue;
           members.push_back(p.get());
           if (count_loads(members) > kMaxLoads) {  // full: the region ends here
             members.pop_back();
             continue;
           }
+          if (j == Join::Output) stored.insert(p.get());
           taken.insert(p.get());
           changed = true;
           if (int(members.size()) == kMaxOps) break;
@@ -199,7 +237,9 @@ struct Builder {
   }
 
   // The region's tape; `constants` gets the view chains of its scalars.
-  FusedRegion tape(const std::vector<Node*>& members, std::vector<std::shared_ptr<Node>>& constants) {
+  // `steps` gets each member's step.
+  FusedRegion tape(const std::vector<Node*>& members, std::vector<std::shared_ptr<Node>>& constants,
+                   std::vector<int>& steps) {
     FusedRegion r;
     r.shape = members.back()->shape;
     r.device = members.back()->device;
@@ -266,18 +306,22 @@ struct Builder {
       r.steps.push_back(s);
       step_of[m] = int(r.steps.size()) - 1;
     }
+    for (const Node* m : members) steps.push_back(step_of.at(m));
     return r;
   }
 
   void run() {
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       Node* n = it->get();
+      at.emplace(n, pos.at(n));  // unless a later region took it
       if (taken.count(n) || !computable(n)) continue;
       taken.insert(n);
-      std::vector<Node*> members = grow(n);
+      std::unordered_set<const Node*> stored;
+      std::vector<Node*> members = grow(n, stored);
       if (members.size() < 2) continue;
       std::vector<std::shared_ptr<Node>> constants;
-      FusedRegion r = tape(members, constants);
+      std::vector<int> steps;
+      FusedRegion r = tape(members, constants, steps);
       if (int(r.loads.size()) > kMaxLoads) {  // rare: give the producers back
         for (Node* m : members) {
           if (m != n) taken.erase(m);
@@ -286,6 +330,14 @@ struct Builder {
       }
       for (Node* m : members) {
         if (m != n) plan.replaced.insert(m);
+        at[m] = pos.at(n);
+      }
+      // Outputs in tape order, the region's output last.
+      for (size_t i = 0; i < members.size(); ++i) {
+        if (stored.count(members[i]) || members[i] == n) {
+          r.outputs.push_back(members[i]);
+          r.output_steps.push_back(steps[i]);
+        }
       }
       r.unfused_order = members;
       for (const auto& c : constants) replace_chain(c, r);
@@ -393,7 +445,8 @@ std::string explain(const std::vector<Tensor>& outputs) {
     if (auto it = plan.root.find(n.get()); it != plan.root.end()) {
       const FusedRegion& r = plan.regions[it->second];
       os << "  fused[" << r.ops() << " ops, " << r.loads.size() << " loads, " << r.scalars.size()
-         << " scalars] " << r.describe() << " -> " << dtype_name(n->dtype) << shape_str(n->shape) << " on "
+         << " scalars" << (r.outputs.size() > 1 ? ", " + std::to_string(r.outputs.size()) + " outputs" : "")
+         << "] " << r.describe() << " -> " << dtype_name(n->dtype) << shape_str(n->shape) << " on "
          << n->device.str() << ": " << fused_kernel_name(r) << "\n";
     } else if (n->prim) {
       os << "  " << n->prim->name() << " -> " << dtype_name(n->dtype) << shape_str(n->shape)

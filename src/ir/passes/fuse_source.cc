@@ -174,7 +174,7 @@ KernelSource kernel_source(const FusedRegion& r, const KernelLayout& L, int wave
   k << "struct Args {\n  long n;\n";
   if (nd) k << "  long shape[" << nd << "];\n  long strides[" << ns << "][" << nd << "];\n";
   if (nl) k << "  const void* in[" << nl << "];\n";
-  k << "  void* out;\n";
+  k << "  void* out[" << r.output_steps.size() << "];\n";
   if (!r.scalars.empty()) k << "  long scalars[" << r.scalars.size() << "];\n";
   k << "};\n\n";
   k << "extern \"C\" __global__ void __launch_bounds__(256) KERNEL_NAME(Args a) {\n";
@@ -233,9 +233,13 @@ KernelSource kernel_source(const FusedRegion& r, const KernelLayout& L, int wave
     }
     k << ";\n";
   }
-  const Dtype od = r.steps.back().dtype;
-  k << "    ((" << storage(od) << "*)a.out)[i] = " << store_expr(od, "v" + std::to_string(r.steps.size() - 1))
-    << ";\n  }\n}\n";
+  for (size_t j = 0; j < r.output_steps.size(); ++j) {
+    const int st = r.output_steps[j];
+    const Dtype od = r.steps[st].dtype;
+    k << "    ((" << storage(od) << "*)a.out[" << j << "])[i] = " << store_expr(od, "v" + std::to_string(st))
+      << ";\n";
+  }
+  k << "  }\n}\n";
   std::string body = k.str();
   std::ostringstream src;
   // Run-time compilers bring their own runtime header; an offline HIP
@@ -253,13 +257,13 @@ KernelSource kernel_source(const FusedRegion& r, const KernelLayout& L, int wave
 }
 
 std::vector<int64_t> kernel_args(const FusedRegion& r, const KernelLayout& L, const std::vector<const void*>& in,
-                                 void* out) {
+                                 const std::vector<void*>& out) {
   std::vector<int64_t> a;
   a.push_back(shape_size(r.shape));
   for (int64_t d : L.shape) a.push_back(d);
   for (const Strides& s : L.strides) a.insert(a.end(), s.begin(), s.end());
   for (const void* p : in) a.push_back(int64_t(reinterpret_cast<uintptr_t>(p)));
-  a.push_back(int64_t(reinterpret_cast<uintptr_t>(out)));
+  for (void* p : out) a.push_back(int64_t(reinterpret_cast<uintptr_t>(p)));
   // Scalars converted as the GPU's Full converts them, in the step's arithmetic type.
   for (const FusedStep& s : r.steps) {
     if (s.kind != Kind::Scalar) continue;

@@ -33,9 +33,10 @@ struct KernelSource {
 KernelSource kernel_source(const FusedRegion& r, const KernelLayout& L, int wave_size);
 
 // The argument block, 8 bytes a field in the order the source declares:
-// n, shape[nd], strides[strided loads][nd], inputs[], output, scalars[].
+// n, shape[nd], strides[strided loads][nd], inputs[], outputs[] (as
+// r.outputs), scalars[].
 std::vector<int64_t> kernel_args(const FusedRegion& r, const KernelLayout& L, const std::vector<const void*>& in,
-                                 void* out);
+                                 const std::vector<void*>& out);
 
 // The text of backend/elementwise_formulas.h (embedded at build time).
 extern const char* const kFormulasText;
