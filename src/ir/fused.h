@@ -36,8 +36,15 @@ struct FusedRegion {
   // consumer), which the kernel stores on its way (multi-output regions).
   std::vector<Node*> outputs;
   std::vector<int> output_steps;
+  // A reduction anchor: the region's values (the last step, over `shape`)
+  // are reduced over `reduce_axes` into its one output, the Reduce node; no
+  // elementwise value is written.
+  bool reduce = false;
+  ReduceOp reduce_op = ReduceOp::Sum;
+  std::vector<int> reduce_axes;
   // The members and the constants' nodes the region replaces, in evaluation
-  // order: what runs one by one when a GPU region has no kernel.
+  // order (and the Reduce node last): what runs one by one when a GPU region
+  // has no kernel.
   std::vector<Node*> unfused_order;
   int ops() const;              // compute steps (not loads or scalars)
   // The tape without values or addresses: the kernel cache's key, together

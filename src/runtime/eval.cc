@@ -260,7 +260,9 @@ void run(const std::vector<NodeRef>& order) {
         // A region's members (inputs first, the output last) carry the
         // check from its loads to its output.
         if (region != plan.root.end()) {
-          for (Node* m : plan.regions[region->second].members) unchecked.note(m, made_check);
+          const FusedRegion& r = plan.regions[region->second];
+          for (Node* m : r.members) unchecked.note(m, made_check);
+          if (r.reduce) unchecked.note(n.get(), made_check);  // the reduction after its prologue
         } else {
           unchecked.note(n.get(), made_check);
         }

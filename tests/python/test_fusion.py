@@ -306,6 +306,66 @@ def test_adam_step_fused_equals_unfused(device):
     both_ways(build)
 
 
+# ------------------------------------------------------------ reductions as anchors
+
+REDUCE_CASES = [  # (shape, axis): trailing, leading, all, a middle axis (stays unfused), big
+    ((7, 33), 1), ((7, 33), 0), ((3, 4, 5), (1, 2)), ((3, 4, 5), None), ((3, 4, 5), 1),
+    ((70001,), None), ((2, 40000), 1), ((300, 257), 0), ((5, 0), 1), ((0, 6), 0),
+]
+
+
+def _prologue(x, y, dtype, k):
+    if dtype not in FLOATS:
+        return [x * y, pf.abs(x - y), x + 3][k % 3]
+    return [x * x, x * y, pf.exp(x * 0.5) - y, pf.where(x > y, x, y * 2.0)][k % 4]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "int32", "int64", "uint8"])
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min"])
+def test_reduction_prologue_fused_equals_unfused(device, dtype, op):
+    if device != "cpu" and dtype in NEW_DTYPES:
+        pytest.skip("the GPU code generator does not take this dtype")
+    rng = np.random.default_rng(abs(hash((dtype, op))) % 1000)
+    for k, (shape, axis) in enumerate(REDUCE_CASES):
+        if op in ("max", "min") and 0 in shape:
+            continue  # an empty max is an error, fused or not
+        xs = special(np.array(random_array(shape, dtype)), dtype, rng)
+        ys = np.array(random_array(shape, dtype))
+
+        def build():
+            x, y = make_tensor(xs, dtype, device), make_tensor(ys, dtype, device)
+            v = _prologue(x, y, dtype, k)
+            r = getattr(v, op)(axis=axis) if axis is not None else getattr(v, op)()
+            return [r, getattr(v * 2, op)(axis=axis, keepdim=True) if axis is not None else r]
+        regions = both_ways(build)
+        # A middle axis (not one row-major range per output) stays unfused; an
+        # empty reduction is a constant, not a Reduce node.
+        unfused = (len(shape) == 3 and axis == 1) or 0 in shape
+        assert regions >= (0 if unfused else 1), (shape, axis)
+
+
+def test_reduction_prologue_is_one_region(device, fusion_on):
+    x, y = (make_tensor(random_array((64, 300)), device=device) for _ in range(2))
+    for r, text in [((x * x).sum(axis=1), "sum(mul(x0, x0), axes=1)"),
+                    ((x * y).mean(), "mean(mul(x0, x1), axes=0,1)"),
+                    (pf.exp(x - y).max(axis=-1, keepdim=True), "max(exp(sub(x0, x1)), axes=1)")]:
+        plan = pf.explain(r)
+        assert plan.count("fused[") == 1 and text in plan and "  mul" not in plan, plan
+        pf.reset_fusion_stats()
+        r.eval()
+        assert pf.fusion_stats()["regions"] == 1
+
+
+def test_reduction_input_held_outside_is_written(device, fusion_on):
+    x = make_tensor(random_array((8, 9)), device=device)
+    sq = x * x  # held: the reduction loads it instead of recomputing it
+    s = sq.sum(axis=1)
+    plan = pf.explain(s)
+    assert "fused[" not in plan, plan
+    np.testing.assert_allclose(s.numpy(), (x.numpy() ** 2).sum(axis=1), rtol=1e-6)
+    np.testing.assert_array_equal(sq.numpy(), x.numpy() * x.numpy())
+
+
 def _adam_model(device, opt_cls, **kw):
     np.random.seed(5)
     pf.manual_seed(5)

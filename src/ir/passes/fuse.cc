@@ -48,6 +48,7 @@ std::string FusedRegion::signature() const {
   }
   os << "out";
   for (int k : output_steps) os << ':' << k;
+  if (reduce) os << "|reduce:" << int(reduce_op);
   return os.str();
 }
 
@@ -67,6 +68,11 @@ std::string FusedRegion::describe() const {
   }
   if (text.empty()) return "";
   std::string d = text.back();
+  if (reduce) {
+    d = std::string(Reduce(reduce_op, reduce_axes).name()) + "(" + d + ", axes=";
+    for (size_t i = 0; i < reduce_axes.size(); ++i) d += (i ? "," : "") + std::to_string(reduce_axes[i]);
+    d += ")";
+  }
   // Stored interior values: "  [+ stores mul(x0, s0)]".
   for (size_t k = 0; k + 1 < output_steps.size(); ++k) d += " [+ stores " + text[output_steps[k]] + "]";
   return d;
@@ -114,6 +120,19 @@ bool computable(const Node* n) {
   return dynamic_cast<const Where*>(p) || dynamic_cast<const AsType*>(p);
 }
 
+// Reductions a region may end in on this device: the elements of each
+// output one row-major range of the region's index space (trailing axes; on
+// the CPU leading ones too), read in the unfused kernel's order.
+bool anchor_axes(const std::vector<int>& axes, int ndim, const Device& d) {
+  if (axes.empty()) return false;
+  bool trailing = true, leading = true;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    trailing &= axes[i] == ndim - int(axes.size()) + int(i);
+    leading &= axes[i] == int(i);
+  }
+  return trailing || (leading && d.is_cpu());
+}
+
 // The value of a constant: a Full without inputs, seen through any views.
 const Node* constant_of(const Node* n) {
   while (n->prim && n->prim->is_view() && !n->buffer) n = n->inputs[0].node();
@@ -139,6 +158,7 @@ struct Builder {
   std::unordered_map<const Node*, int> at;
   Plan plan;
   std::unordered_set<const Node*> taken;
+  bool interior_only = false;  // growing a reduction's prologue: nothing stored
 
   explicit Builder(const std::vector<std::shared_ptr<Node>>& o) : order(o) {
     for (size_t i = 0; i < o.size(); ++i) {
@@ -169,6 +189,7 @@ struct Builder {
       return Join::No;
     }
     if (outside_refs(p, members) == 0) return Join::Interior;
+    if (interior_only) return Join::No;
     const int root_at = pos.at(root);
     if (auto it = consumers.find(p.get()); it != consumers.end()) {
       for (const Node* c : it->second) {
@@ -310,11 +331,65 @@ struct Builder {
     return r;
   }
 
+  // The elementwise producer a Reduce node can take as its prologue: its
+  // only holder is the reduction, and the reduction's layout is one the
+  // fused kernels read in the unfused order.
+  Node* prologue(Node* n) const {
+    const auto* red = dynamic_cast<const Reduce*>(n->prim.get());
+    if (!red || red->op == ReduceOp::Prod || n->buffer || n->requires_grad || n->inputs.size() != 1) return nullptr;
+    const std::shared_ptr<Node>& p = n->inputs[0].node_ptr();
+    if (!pos.count(p.get()) || taken.count(p.get()) || !computable(p.get()) || p->requires_grad ||
+        p->device != n->device || !p->device.is_cpu() || outside_refs(p, {n}) != 0 ||
+        !anchor_axes(red->axes, int(p->shape.size()), p->device)) {
+      return nullptr;
+    }
+    return p.get();
+  }
+
+  // A region computing a reduction's input without writing it.
+  void anchor(Node* n, Node* p) {
+    taken.insert(n);
+    taken.insert(p);
+    std::unordered_set<const Node*> stored;
+    interior_only = true;
+    std::vector<Node*> members = grow(p, stored);
+    interior_only = false;
+    std::vector<std::shared_ptr<Node>> constants;
+    std::vector<int> steps;
+    FusedRegion r = tape(members, constants, steps);
+    if (int(r.loads.size()) > kMaxLoads) {
+      for (Node* m : members) taken.erase(m);
+      return;
+    }
+    const auto* red = static_cast<const Reduce*>(n->prim.get());
+    r.reduce = true;
+    r.reduce_op = red->op;
+    r.reduce_axes = red->axes;
+    r.outputs = {n};
+    r.output_steps = {int(r.steps.size()) - 1};
+    for (Node* m : members) {
+      plan.replaced.insert(m);
+      at[m] = pos.at(n);
+    }
+    r.unfused_order = members;
+    r.unfused_order.push_back(n);
+    for (const auto& c : constants) replace_chain(c, r);
+    std::sort(r.unfused_order.begin(), r.unfused_order.end(),
+              [&](Node* a, Node* b) { return pos.at(a) < pos.at(b); });
+    plan.root[n] = int(plan.regions.size());
+    plan.regions.push_back(std::move(r));
+  }
+
   void run() {
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       Node* n = it->get();
       at.emplace(n, pos.at(n));  // unless a later region took it
-      if (taken.count(n) || !computable(n)) continue;
+      if (taken.count(n)) continue;
+      if (Node* p = prologue(n)) {
+        anchor(n, p);
+        continue;
+      }
+      if (!computable(n)) continue;
       taken.insert(n);
       std::unordered_set<const Node*> stored;
       std::vector<Node*> members = grow(n, stored);
