@@ -133,6 +133,12 @@ bool anchor_axes(const std::vector<int>& axes, int ndim, const Device& d) {
   return trailing || (leading && d.is_cpu());
 }
 
+// The GPU's generated reductions accumulate in float, as the prebuilt ones
+// do for these dtypes; the CPU reduces every dtype.
+bool anchor_dtype(Dtype t, const Device& d) {
+  return d.is_cpu() || t == Dtype::Float32 || t == Dtype::Float16 || t == Dtype::BFloat16;
+}
+
 // The value of a constant: a Full without inputs, seen through any views.
 const Node* constant_of(const Node* n) {
   while (n->prim && n->prim->is_view() && !n->buffer) n = n->inputs[0].node();
@@ -339,7 +345,7 @@ struct Builder {
     if (!red || red->op == ReduceOp::Prod || n->buffer || n->requires_grad || n->inputs.size() != 1) return nullptr;
     const std::shared_ptr<Node>& p = n->inputs[0].node_ptr();
     if (!pos.count(p.get()) || taken.count(p.get()) || !computable(p.get()) || p->requires_grad ||
-        p->device != n->device || !p->device.is_cpu() || outside_refs(p, {n}) != 0 ||
+        p->device != n->device || !anchor_dtype(p->dtype, p->device) || outside_refs(p, {n}) != 0 ||
         !anchor_axes(red->axes, int(p->shape.size()), p->device)) {
       return nullptr;
     }
