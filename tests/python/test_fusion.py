@@ -320,6 +320,21 @@ def _prologue(x, y, dtype, k):
     return [x * x, x * y, pf.exp(x * 0.5) - y, pf.where(x > y, x, y * 2.0)][k % 4]
 
 
+def _anchors(device, dtype, shape, axis):
+    """1 where the reduction takes its prologue: each output's elements one
+    row-major range (trailing axes; on the CPU leading ones too), a dtype the
+    device's fused reductions take. An empty reduction is a constant."""
+    nd = len(shape)
+    axes = list(range(nd)) if axis is None else sorted(np.atleast_1d(axis) % nd)
+    trailing = axes == list(range(nd - len(axes), nd))
+    leading = axes == list(range(len(axes)))
+    if 0 in shape:
+        return 0
+    if device == "cpu":
+        return int(trailing or leading)
+    return int(trailing and dtype in ("float32", "float16", "bfloat16"))
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "int32", "int64", "uint8"])
 @pytest.mark.parametrize("op", ["sum", "mean", "max", "min"])
 def test_reduction_prologue_fused_equals_unfused(device, dtype, op):
@@ -338,10 +353,7 @@ def test_reduction_prologue_fused_equals_unfused(device, dtype, op):
             r = getattr(v, op)(axis=axis) if axis is not None else getattr(v, op)()
             return [r, getattr(v * 2, op)(axis=axis, keepdim=True) if axis is not None else r]
         regions = both_ways(build)
-        # A middle axis (not one row-major range per output) stays unfused; an
-        # empty reduction is a constant, not a Reduce node.
-        unfused = (len(shape) == 3 and axis == 1) or 0 in shape
-        assert regions >= (0 if unfused else 1), (shape, axis)
+        assert regions >= _anchors(device, dtype, shape, axis), (shape, axis)
 
 
 def test_reduction_prologue_is_one_region(device, fusion_on):
@@ -575,3 +587,41 @@ def test_gpu_region_runs_one_kernel_and_is_listed(gpu_device, fusion_on):
     y.numpy()
     z = pf.gelu(x * w + 0.5)
     assert "run-time compiled kernel pf_fused_" in pf.explain(z) and "(loaded)" in pf.explain(z)
+
+
+# ------------------------------------------------------------ CONV_BN_RELU in inference
+
+@pytest.mark.parametrize("nd,groups,bias", [(2, 1, True), (2, 2, False), (1, 1, True)])
+def test_conv_bn_relu_folds_in_inference(device, fusion_on, nd, groups, bias):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(nd + groups)
+    conv, bn = (torch.nn.Conv2d, torch.nn.BatchNorm2d) if nd == 2 else (torch.nn.Conv1d, torch.nn.BatchNorm1d)
+    ref_model = torch.nn.Sequential(conv(4, 6, 3, padding=1, groups=groups, bias=bias), bn(6), torch.nn.ReLU())
+    with torch.no_grad():  # running statistics and affine parameters away from their defaults
+        ref_model[1].running_mean.uniform_(-1, 1)
+        ref_model[1].running_var.uniform_(0.25, 2)
+        ref_model[1].weight.uniform_(-1.5, 1.5)
+        ref_model[1].bias.uniform_(-0.5, 0.5)
+    ref_model.eval()
+    x = np.random.default_rng(nd).standard_normal((2, 4) + (9,) * nd).astype(np.float32)
+    ref = ref_model(torch.tensor(x)).detach().numpy()
+
+    pconv, pbn = (pf.nn.Conv2d, pf.nn.BatchNorm2d) if nd == 2 else (pf.nn.Conv1d, pf.nn.BatchNorm1d)
+    model = pf.nn.Sequential(pconv(4, 6, 3, padding=1, groups=groups, bias=bias), pbn(6), pf.nn.ReLU())
+    model.load_state_dict({k: v.numpy() for k, v in ref_model.state_dict().items()})
+    model.to(device).eval()
+    xt = pf.tensor(x, device=device)
+    with pf.no_grad():
+        y = model(xt)
+        plan = pf.explain(y)
+        # Folded: no batch norm, the bias add and relu one region after the convolution.
+        assert "batch_norm" not in plan and "conv" in plan and "relu(add(x0, x1))" in plan, plan
+        np.testing.assert_allclose(y.numpy(), ref, rtol=1e-5, atol=1e-5)
+        pf.set_fusion(False)  # unfolded: the batch norm kernel, the same values up to rounding
+        y2 = model(xt)
+        assert "batch_norm" in pf.explain(y2)
+        np.testing.assert_allclose(y2.numpy(), ref, rtol=1e-5, atol=1e-5)
+    pf.set_fusion(True)
+    # Recording gradients: the graph keeps its batch norm (autograd sees the values it expects).
+    y3 = model(xt)
+    assert "batch_norm" in pf.explain(y3)
