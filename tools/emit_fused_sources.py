@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the generated GPU source of a representative set of fused regions
 (every dtype, broadcast / strided / scalar loads, comparisons, where, casts,
-the MLP epilogues and an Adam-like update) to OUTDIR/<kernel>.hip, for the
+the MLP epilogues, an Adam-like update storing several outputs, reductions with
+an elementwise prologue) to OUTDIR/<kernel>.hip, for the
 AMD and NVIDIA compile checks: run-time compiled kernels are then compiled
 for every target in CI, not only on the machine that first runs them.
 
@@ -44,7 +45,18 @@ def graphs():
     p, g, m, v = t((128,)), t((128,)), t((128,)), t((128,))
     m2 = m * 0.9 + g * 0.1
     v2 = v * 0.999 + g * g * 0.001
+    # m2 and v2 are outputs too: one region stores all three (multi-output).
     out.append(("adam_like", [p - 0.01 * (m2 / 0.1) / (pf.sqrt(v2 / 0.001) + 1e-8), m2, v2]))
+    h = t((8, 16), "float16") * 2.0
+    out.append(("multi_output_f16_bool", [pf.exp(h) + 1.0, h, h > 1.0]))
+    # Reductions with an elementwise prologue (one kernel, or two when rows are split).
+    for dt in ("float32", "float16", "bfloat16"):
+        x, y = t((64, 300), dt), t((64, 300), dt)
+        out.append((f"reduce_sum_squares_{dt}", [(x * x).sum(axis=1)]))
+        out.append((f"reduce_mean_xy_{dt}", [(x * y).mean()]))
+    x, y = t((4, 8, 30)), t((30,))
+    out.append(("reduce_max_strided", [pf.exp(x.transpose(1, 0, 2) - y).max(axis=-1)]))
+    out.append(("reduce_min_scalar", [pf.abs(x - 0.5).min(axis=(1, 2))]))
     return out
 
 

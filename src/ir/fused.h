@@ -31,8 +31,20 @@ struct FusedRegion {
   std::vector<Node*> loads;
   std::vector<double> scalars;  // Full values, converted to the step's dtype when used
   std::vector<Node*> members;   // the nodes computed, inputs first; the last is the output
+  // The members written to memory, each with its step: the output (last)
+  // and the members also needed outside the region (a user handle, a later
+  // consumer), which the kernel stores on its way (multi-output regions).
+  std::vector<Node*> outputs;
+  std::vector<int> output_steps;
+  // A reduction anchor: the region's values (the last step, over `shape`)
+  // are reduced over `reduce_axes` into its one output, the Reduce node; no
+  // elementwise value is written.
+  bool reduce = false;
+  ReduceOp reduce_op = ReduceOp::Sum;
+  std::vector<int> reduce_axes;
   // The members and the constants' nodes the region replaces, in evaluation
-  // order: what runs one by one when a GPU region has no kernel.
+  // order (and the Reduce node last): what runs one by one when a GPU region
+  // has no kernel.
   std::vector<Node*> unfused_order;
   int ops() const;              // compute steps (not loads or scalars)
   // The tape without values or addresses: the kernel cache's key, together
@@ -41,10 +53,11 @@ struct FusedRegion {
   std::string describe() const;  // "gelu(add(mul(x0, x1), x2))"-like, for explain()
 };
 
-// Backend entries. The CPU one always runs; the GPU one returns false when no
-// compiled kernel is available (the caller then runs the members unfused).
-void eval_fused_cpu(const FusedRegion& r, const std::vector<Tensor>& loads, Tensor& out);
-bool eval_fused_gpu(const FusedRegion& r, const std::vector<Tensor>& loads, Tensor& out);
+// Backend entries; `outs` as `outputs`. The CPU one always runs; the GPU one
+// returns false when no compiled kernel is available (the caller then runs
+// the members unfused).
+void eval_fused_cpu(const FusedRegion& r, const std::vector<Tensor>& loads, std::vector<Tensor>& outs);
+bool eval_fused_gpu(const FusedRegion& r, const std::vector<Tensor>& loads, std::vector<Tensor>& outs);
 // The kernel a region runs as, for explain(): "cpu blocks", or the GPU
 // kernel's name and whether it is compiled, cached or unavailable.
 std::string fused_kernel_gpu(const FusedRegion& r);

@@ -6,6 +6,7 @@
 #include "ops/op_utils.h"
 #include "pyflame/amp.h"
 #include "pyflame/autograd.h"
+#include "pyflame/fusion.h"
 
 namespace pyflame {
 
@@ -310,6 +311,37 @@ Tensor channel_param(const std::optional<Tensor>& p, const Tensor& x, int64_t C,
   return contiguous(astype(*p, Dtype::Float32));
 }
 
+// CONV_BN_RELU in inference: batch norm with running statistics right after
+// a convolution is that convolution with scaled weights and a shifted bias,
+// w' = w * s and b' = (b - mean) * s + beta with s = gamma / sqrt(var + eps)
+// (s in double, as the batch norm kernels compute it). The convolution runs
+// without a bias and the bias add is elementwise, so with a following relu it
+// is one fused region. Folded only with fusion on, for a float32 convolution
+// not evaluated yet, and when no gradient is recorded (the fold changes which
+// values autograd would see); otherwise null.
+std::optional<Tensor> fold_into_conv(const Tensor& x, const Tensor& mean, const Tensor& var, const Tensor& gamma,
+                                     const Tensor& beta, double eps) {
+  Node* n = x.node();
+  const auto* conv = n->buffer ? nullptr : dynamic_cast<const Conv*>(n->prim.get());
+  if (!conv || conv->geom.transposed || x.dtype() != Dtype::Float32 || !get_fusion()) return std::nullopt;
+  if (is_grad_enabled() && (x.requires_grad() || gamma.requires_grad() || beta.requires_grad())) return std::nullopt;
+  const int64_t C = x.shape(1);
+  const Device dev = x.device();
+  Tensor inv = sqrt(add(astype(var, Dtype::Float64), scalar(eps, Dtype::Float64, dev)));
+  Tensor sc = astype(div(astype(gamma, Dtype::Float64), inv), Dtype::Float32);
+  const Tensor& w = n->inputs[1];
+  Shape per_out(w.ndim(), 1);
+  per_out[0] = C;
+  Tensor w2 = mul(w, reshape(sc, per_out));
+  Tensor shift = conv->has_bias ? sub(n->inputs[2], mean) : neg(mean);
+  Tensor b2 = add(mul(shift, sc), beta);
+  Tensor y = Tensor::make(x.shape(), x.dtype(), dev, std::make_shared<Conv>(conv->geom, false),
+                          {n->inputs[0], contiguous(w2)});
+  Shape per_channel(x.ndim(), 1);
+  per_channel[1] = C;
+  return add(y, reshape(b2, per_channel));
+}
+
 }  // namespace
 
 Tensor convolution(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias, int nspatial,
@@ -423,6 +455,10 @@ BatchNormResult batch_norm_update(const Tensor& x, const std::optional<Tensor>& 
   Tensor xc = contiguous(x);
   BatchNormResult res;
   if (!training) {
+    if (auto folded = fold_into_conv(x, rm, rv, w, b, eps)) {
+      res.output = *folded;
+      return res;
+    }
     res.output = Tensor::make(x.shape(), x.dtype(), dev, std::make_shared<BatchNorm>(eps), {xc, rm, rv, w, b});
     return res;
   }

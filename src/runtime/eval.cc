@@ -142,28 +142,40 @@ void eval_node(Node* n) {
 Tensor borrow(Node* n) { return Tensor(std::shared_ptr<Node>(std::shared_ptr<Node>(), n)); }
 
 // A fused region at its output node. Its members are all still alive and
-// unevaluated (their only holders are the region's members), so a GPU
-// region without a compiled kernel runs them one by one instead.
-void eval_region(const FusedRegion& r, Node* n) {
-  std::vector<Tensor> loads;
+// unevaluated (their only holders are the region's members, or for a stored
+// member, holders that run after it), so a GPU region without a compiled
+// kernel runs them one by one instead. A stored member then keeps only its
+// data, as an evaluated node does.
+void eval_region(const FusedRegion& r) {
+  std::vector<Tensor> loads, outs;
   loads.reserve(r.loads.size());
   for (Node* p : r.loads) loads.push_back(borrow(p));
-  Tensor out = borrow(n);
-  n->buffer = allocate(n->device, out.nbytes());
+  for (Node* o : r.outputs) {
+    outs.push_back(borrow(o));
+    o->buffer = allocate(o->device, outs.back().nbytes());
+  }
+  auto drop = [&] {
+    for (Node* o : r.outputs) o->buffer.reset();
+  };
   try {
-    if (out.size() == 0) return;
-    if (n->device.is_cpu()) {
-      eval_fused_cpu(r, loads, out);
-    } else if (!eval_fused_gpu(r, loads, out)) {
-      n->buffer.reset();
+    if (outs.back().size() == 0) {
+    } else if (r.device.is_cpu()) {
+      eval_fused_cpu(r, loads, outs);
+      fuse::counters().regions++;
+    } else if (eval_fused_gpu(r, loads, outs)) {
+      fuse::counters().regions++;
+    } else {
+      drop();
       fuse::counters().fallbacks++;
       for (Node* m : r.unfused_order) eval_node(m);
-      return;
     }
-    fuse::counters().regions++;
   } catch (...) {
-    n->buffer.reset();
+    drop();
     throw;
+  }
+  for (size_t k = 0; k + 1 < r.outputs.size(); ++k) {
+    r.outputs[k]->inputs.clear();
+    r.outputs[k]->prim.reset();
   }
 }
 
@@ -239,7 +251,7 @@ void run(const std::vector<NodeRef>& order) {
       const size_t checks = gpu.checks_made();
       const auto region = plan.root.find(n.get());
       if (region != plan.root.end()) {
-        eval_region(plan.regions[region->second], n.get());
+        eval_region(plan.regions[region->second]);
       } else {
         eval_node(n.get());
       }
@@ -248,7 +260,9 @@ void run(const std::vector<NodeRef>& order) {
         // A region's members (inputs first, the output last) carry the
         // check from its loads to its output.
         if (region != plan.root.end()) {
-          for (Node* m : plan.regions[region->second].members) unchecked.note(m, made_check);
+          const FusedRegion& r = plan.regions[region->second];
+          for (Node* m : r.members) unchecked.note(m, made_check);
+          if (r.reduce) unchecked.note(n.get(), made_check);  // the reduction after its prologue
         } else {
           unchecked.note(n.get(), made_check);
         }

@@ -44,15 +44,18 @@ def assert_same(a, b):
     assert np.array_equal(ra, rb), f"fused and unfused differ at {np.argwhere(ra != rb)[:5].tolist()}"
 
 
-def both_ways(build):
-    """build() -> list of tensors; evaluated with fusion on and then off."""
+def both_ways(build, first=None):
+    """build() -> list of tensors; evaluated with fusion on and then off.
+    With ``first``, one evaluation computes the first ``first`` tensors and a
+    later one the rest (values held outside an evaluation)."""
     was, was_gpu = pf.get_fusion(), pf.get_fusion_gpu()
     try:
         pf.set_fusion(True, gpu=True)
         pf.reset_fusion_stats()
         fused = build()
-        pf.eval(*fused)
+        pf.eval(*fused[:first])
         regions = pf.fusion_stats()["regions"]
+        pf.eval(*fused)
         # A GPU region whose kernel failed to compile runs unfused: right, but not what is tested.
         assert pf.fusion_stats()["fallbacks"] == 0, "run-time compilation failed (see the warning)"
         pf.set_fusion(False)
@@ -83,9 +86,11 @@ def special(x, dtype, rng):
     return x
 
 
-def random_graph(seed, dtype, shape, device, n_ops=8):
+def random_graph(seed, dtype, shape, device, n_ops=8, held=0):
     """A builder of a random DAG of elementwise ops over broadcast inputs,
-    views and scalars; the same seed builds the same graph."""
+    views and scalars; the same seed builds the same graph. ``held`` more
+    interior values are returned too (after the two outputs): values needed
+    both inside a region and outside it."""
     rng = np.random.default_rng(seed)
     np.random.seed(seed)
     arrays = []
@@ -142,7 +147,9 @@ def random_graph(seed, dtype, shape, device, n_ops=8):
                 z = pf.clamp(x, -1 if dtype != "uint8" else 1, 2) if dtype != "bool" else x
             live.append(z)
         # Several outputs: the last value and one from the middle.
-        return [live[-1], live[len(vals) + len(plan) // 2]]
+        out = [live[-1], live[len(vals) + len(plan) // 2]]
+        return out + [live[len(vals) + int(i)] for i in picks]
+    picks = rng.integers(0, n_ops, size=held)
     return build
 
 
@@ -152,6 +159,19 @@ def test_random_graphs_fused_equals_unfused(device, dtype, seed):
     shape = [(5, 7), (3, 4, 33), (1000,), (2, 1, 6)][seed % 4]
     build = random_graph(1000 * seed + ALL_DTYPES.index(dtype), dtype, shape, device)
     both_ways(build)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "bool", "float64", "uint8"])
+@pytest.mark.parametrize("seed", range(4))
+def test_random_graphs_with_values_held_outside(device, dtype, seed):
+    # Interior values also held outside: stored by the region (multi-output),
+    # whether they are evaluated with it or later.
+    shape = [(5, 7), (3, 4, 33), (1000,), (2, 1, 6)][seed]
+    if device != "cpu" and dtype in NEW_DTYPES:
+        pytest.skip("the GPU code generator does not take this dtype")
+    build = random_graph(1000 * seed + 77 + EVERY_DTYPE.index(dtype), dtype, shape, device, n_ops=10, held=3)
+    both_ways(build)
+    both_ways(build, first=1)
 
 
 @pytest.mark.parametrize("dtype", NEW_DTYPES)
@@ -196,14 +216,47 @@ def test_gelu_chain_is_one_region(device, fusion_on):
     assert pf.fusion_stats()["regions"] == 1
 
 
-def test_values_held_outside_are_not_fused_away(device, fusion_on):
+def test_values_held_outside_are_stored_by_the_region(device, fusion_on):
     x = make_tensor(random_array((40,)), device=device)
     h = x * 2.0          # a user handle: must be materialized
     y = pf.exp(h) + 1.0
     plan = pf.explain(y)
-    assert "mul" in plan.split("fused[")[0], plan  # h stays its own step
+    # One region computes h and y and stores both.
+    assert plan.count("fused[") == 1 and "2 outputs" in plan and "[+ stores mul(x0, s0)]" in plan, plan
+    assert "mul" not in plan.split("fused[")[0], plan
+    pf.reset_fusion_stats()
     y.eval()
+    assert pf.fusion_stats()["regions"] == 1
     np.testing.assert_array_equal(h.numpy(), x.numpy() * np.float32(2.0))
+    pf.set_fusion(False)
+    np.testing.assert_array_equal(y.numpy(), (pf.exp(x * 2.0) + 1.0).numpy())
+
+
+def test_value_needed_earlier_ends_the_region(device, fusion_on):
+    # h feeds a reduction that the order runs before y's region: h cannot
+    # wait for the region, so it is computed on its own and loaded.
+    x = make_tensor(random_array((8, 5)), device=device)
+    h = pf.exp(x * 0.5)
+    s = h.sum()
+    y = pf.tanh(h + s)
+    del h
+    plan = pf.explain(y)
+    assert "outputs" not in plan, plan
+    got = y.numpy()
+    pf.set_fusion(False)
+    h2 = pf.exp(x * 0.5)
+    np.testing.assert_array_equal(got, pf.tanh(h2 + h2.sum()).numpy())
+
+
+def test_gelu_gradient_is_one_region(device, fusion_on):
+    x = make_tensor(random_array((64, 33)), device=device)
+    x.requires_grad = True
+    y = pf.gelu(x)
+    up = make_tensor(random_array((64, 33)), device=device)
+    (g,) = pf.grad([y], [x], [up])
+    plan = pf.explain(g)
+    assert plan.count("fused[") == 1 and "erf" in plan and "exp" in plan, plan
+    assert "  mul" not in plan and "  add" not in plan, plan
 
 
 def test_requires_grad_values_are_kept_for_backward(device, fusion_on):
@@ -250,6 +303,139 @@ def test_adam_step_fused_equals_unfused(device):
         return [p for p in model.parameters()]
     if not hasattr(pf.nn, "GELU"):
         pytest.skip("no nn.GELU")
+    both_ways(build)
+
+
+# ------------------------------------------------------------ reductions as anchors
+
+REDUCE_CASES = [  # (shape, axis): trailing, leading, all, a middle axis (stays unfused), big
+    ((7, 33), 1), ((7, 33), 0), ((3, 4, 5), (1, 2)), ((3, 4, 5), None), ((3, 4, 5), 1),
+    ((70001,), None), ((2, 40000), 1), ((300, 257), 0), ((5, 0), 1), ((0, 6), 0),
+]
+
+
+def _prologue(x, y, dtype, k):
+    if dtype not in FLOATS:
+        return [x * y, pf.abs(x - y), x + 3][k % 3]
+    return [x * x, x * y, pf.exp(x * 0.5) - y, pf.where(x > y, x, y * 2.0)][k % 4]
+
+
+def _anchors(device, dtype, shape, axis):
+    """1 where the reduction takes its prologue: each output's elements one
+    row-major range (trailing axes; on the CPU leading ones too), a dtype the
+    device's fused reductions take. An empty reduction is a constant."""
+    nd = len(shape)
+    axes = list(range(nd)) if axis is None else sorted(np.atleast_1d(axis) % nd)
+    trailing = axes == list(range(nd - len(axes), nd))
+    leading = axes == list(range(len(axes)))
+    if 0 in shape:
+        return 0
+    if device == "cpu":
+        return int(trailing or leading)
+    return int(trailing and dtype in ("float32", "float16", "bfloat16"))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "int32", "int64", "uint8"])
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min"])
+def test_reduction_prologue_fused_equals_unfused(device, dtype, op):
+    if device != "cpu" and dtype in NEW_DTYPES:
+        pytest.skip("the GPU code generator does not take this dtype")
+    rng = np.random.default_rng(abs(hash((dtype, op))) % 1000)
+    for k, (shape, axis) in enumerate(REDUCE_CASES):
+        if op in ("max", "min") and 0 in shape:
+            continue  # an empty max is an error, fused or not
+        xs = special(np.array(random_array(shape, dtype)), dtype, rng)
+        ys = np.array(random_array(shape, dtype))
+
+        def build():
+            x, y = make_tensor(xs, dtype, device), make_tensor(ys, dtype, device)
+            v = _prologue(x, y, dtype, k)
+            r = getattr(v, op)(axis=axis) if axis is not None else getattr(v, op)()
+            return [r, getattr(v * 2, op)(axis=axis, keepdim=True) if axis is not None else r]
+        regions = both_ways(build)
+        assert regions >= _anchors(device, dtype, shape, axis), (shape, axis)
+
+
+def test_reduction_prologue_is_one_region(device, fusion_on):
+    x, y = (make_tensor(random_array((64, 300)), device=device) for _ in range(2))
+    for r, text in [((x * x).sum(axis=1), "sum(mul(x0, x0), axes=1)"),
+                    ((x * y).mean(), "mean(mul(x0, x1), axes=0,1)"),
+                    (pf.exp(x - y).max(axis=-1, keepdim=True), "max(exp(sub(x0, x1)), axes=1)")]:
+        plan = pf.explain(r)
+        assert plan.count("fused[") == 1 and text in plan and "  mul" not in plan, plan
+        pf.reset_fusion_stats()
+        r.eval()
+        assert pf.fusion_stats()["regions"] == 1
+
+
+def test_reduction_input_held_outside_is_written(device, fusion_on):
+    x = make_tensor(random_array((8, 9)), device=device)
+    sq = x * x  # held: the reduction loads it instead of recomputing it
+    s = sq.sum(axis=1)
+    plan = pf.explain(s)
+    assert "fused[" not in plan, plan
+    np.testing.assert_allclose(s.numpy(), (x.numpy() ** 2).sum(axis=1), rtol=1e-6)
+    np.testing.assert_array_equal(sq.numpy(), x.numpy() * x.numpy())
+
+
+def _adam_model(device, opt_cls, **kw):
+    np.random.seed(5)
+    pf.manual_seed(5)
+    model = pf.nn.Sequential(pf.nn.Linear(8, 16), pf.nn.Linear(16, 4)).to(device)
+    x = pf.tensor(np.random.randn(32, 8).astype(np.float32), device=device)
+    opt = opt_cls(model.parameters(), **kw)
+
+    def grads():
+        opt.zero_grad()
+        (model(x) ** 2).mean().backward()
+        pf.eval(*[p.grad for p in model.parameters()])
+    return model, opt, grads
+
+
+@pytest.mark.parametrize("opt_cls,kw,stored", [
+    ("Adam", dict(lr=1e-2), 3),
+    ("AdamW", dict(lr=1e-2, weight_decay=0.1), 3),
+    ("Adam", dict(lr=1e-2, amsgrad=True), 4),
+    ("SGD", dict(lr=0.1, momentum=0.9), 2),
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True), 2),
+])
+def test_optimizer_step_is_one_region_per_parameter(device, fusion_on, opt_cls, kw, stored):
+    model, opt, grads = _adam_model(device, getattr(pf.optim, opt_cls), **kw)
+    params = list(model.parameters())
+    for _ in range(2):  # the first steps start from zero state (a constant, not a load)
+        grads()
+        opt.step()
+    for step in range(3):
+        grads()
+        for g in opt.param_groups:
+            g["lr"] *= 0.5  # a new learning rate: a kernel argument, not new source
+        pf.reset_fusion_stats()
+        if step < 2:
+            opt.step()
+        else:  # the step's own graph: one region per parameter, storing the state too
+            with pf.no_grad():
+                pending = [t for g in opt.param_groups for t in opt._update(g)]
+            plan = pf.explain(*pending)
+            assert plan.count("fused[") == len(params), plan
+            assert plan.count(f"{stored} outputs") == len(params), plan
+            pf.eval(*pending)
+        s = pf.fusion_stats()
+        # New moments and parameter written by one kernel per parameter;
+        # the same kernels every step (nothing compiled after the first).
+        assert s["regions"] == len(params) and s["fallbacks"] == 0, s
+        assert s["compiles"] == 0 and s["disk_hits"] == 0, s
+
+
+@pytest.mark.parametrize("opt_cls,kw", [("Adam", dict(lr=1e-2, amsgrad=True)),
+                                        ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.1))])
+def test_optimizer_steps_fused_equal_unfused(device, opt_cls, kw):
+    def build():
+        model, opt, grads = _adam_model(device, getattr(pf.optim, opt_cls), **kw)
+        for _ in range(3):
+            grads()
+            opt.step()
+        state = [t for s in opt.state.values() for t in s.values() if isinstance(t, pf.Tensor)]
+        return list(model.parameters()) + state
     both_ways(build)
 
 
@@ -401,3 +587,41 @@ def test_gpu_region_runs_one_kernel_and_is_listed(gpu_device, fusion_on):
     y.numpy()
     z = pf.gelu(x * w + 0.5)
     assert "run-time compiled kernel pf_fused_" in pf.explain(z) and "(loaded)" in pf.explain(z)
+
+
+# ------------------------------------------------------------ CONV_BN_RELU in inference
+
+@pytest.mark.parametrize("nd,groups,bias", [(2, 1, True), (2, 2, False), (1, 1, True)])
+def test_conv_bn_relu_folds_in_inference(device, fusion_on, nd, groups, bias):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(nd + groups)
+    conv, bn = (torch.nn.Conv2d, torch.nn.BatchNorm2d) if nd == 2 else (torch.nn.Conv1d, torch.nn.BatchNorm1d)
+    ref_model = torch.nn.Sequential(conv(4, 6, 3, padding=1, groups=groups, bias=bias), bn(6), torch.nn.ReLU())
+    with torch.no_grad():  # running statistics and affine parameters away from their defaults
+        ref_model[1].running_mean.uniform_(-1, 1)
+        ref_model[1].running_var.uniform_(0.25, 2)
+        ref_model[1].weight.uniform_(-1.5, 1.5)
+        ref_model[1].bias.uniform_(-0.5, 0.5)
+    ref_model.eval()
+    x = np.random.default_rng(nd).standard_normal((2, 4) + (9,) * nd).astype(np.float32)
+    ref = ref_model(torch.tensor(x)).detach().numpy()
+
+    pconv, pbn = (pf.nn.Conv2d, pf.nn.BatchNorm2d) if nd == 2 else (pf.nn.Conv1d, pf.nn.BatchNorm1d)
+    model = pf.nn.Sequential(pconv(4, 6, 3, padding=1, groups=groups, bias=bias), pbn(6), pf.nn.ReLU())
+    model.load_state_dict({k: v.numpy() for k, v in ref_model.state_dict().items()})
+    model.to(device).eval()
+    xt = pf.tensor(x, device=device)
+    with pf.no_grad():
+        y = model(xt)
+        plan = pf.explain(y)
+        # Folded: no batch norm, the bias add and relu one region after the convolution.
+        assert "batch_norm" not in plan and "conv" in plan and "relu(add(x0, x1))" in plan, plan
+        np.testing.assert_allclose(y.numpy(), ref, rtol=1e-5, atol=1e-5)
+        pf.set_fusion(False)  # unfolded: the batch norm kernel, the same values up to rounding
+        y2 = model(xt)
+        assert "batch_norm" in pf.explain(y2)
+        np.testing.assert_allclose(y2.numpy(), ref, rtol=1e-5, atol=1e-5)
+    pf.set_fusion(True)
+    # Recording gradients: the graph keeps its batch norm (autograd sees the values it expects).
+    y3 = model(xt)
+    assert "batch_norm" in pf.explain(y3)

@@ -4,8 +4,10 @@
 // arithmetic type (float for 16-bit floats) after rounding to its dtype, so
 // each op sees exactly what the unfused kernel reads from memory.
 #include <algorithm>
+#include <memory>
 
 #include "backend/cpu/elementwise_ops.h"
+#include "backend/cpu/reduce.h"
 #include "backend/elementwise_math.h"
 #include "ir/fused.h"
 
@@ -202,39 +204,93 @@ void store_block(const Val& v, T* o, int64_t n) {
   }
 }
 
+// A region's tape over blocks of its index space.
+struct Tape {
+  const FusedRegion& r;
+  std::vector<LoadPlan> loads;
+  std::vector<ScalarVal> scalars;  // numbered in tape order, as the slots
+  std::vector<Dtype> dt;
+
+  Tape(const FusedRegion& region, const std::vector<Tensor>& in) : r(region), dt(region.steps.size()) {
+    for (const Tensor& t : in) loads.push_back(plan_load(t, r.shape));
+    for (size_t i = 0; i < r.steps.size(); ++i) dt[i] = r.steps[i].dtype;
+    for (const FusedStep& s : r.steps) {
+      if (s.kind == Kind::Scalar) scalars.push_back(scalar_value(r.scalars[s.slot], s.dtype));
+    }
+  }
+
+  // One thread's working memory: a block per step.
+  struct Scratch {
+    std::vector<int64_t> blocks;  // 8 bytes per element covers every arithmetic type
+    std::vector<Val> v;
+    explicit Scratch(size_t ns) : blocks(ns * kBlock), v(ns) {}
+  };
+
+  // Runs every step over [start, start + n); the last step writes into
+  // `direct` when given (an output in its arithmetic type).
+  void run(int64_t start, int64_t n, Scratch& w, void* direct) const {
+    const size_t ns = r.steps.size();
+    for (size_t i = 0; i < ns; ++i) {
+      void* buf = w.blocks.data() + i * kBlock;
+      if (i == ns - 1 && direct && r.steps[i].kind != Kind::Load && r.steps[i].kind != Kind::Scalar) buf = direct;
+      w.v[i] = run_step(r.steps[i], w.v, loads, scalars, dt, start, n, buf);
+    }
+  }
+};
+
+// A reduction of the region's values (a row reduction with an elementwise
+// prologue): the reduction kernel asks for blocks of values, computed here.
+void reduce_fused_cpu(const Tape& tape, Tensor& out) {
+  const FusedRegion& r = tape.r;
+  const Dtype t = r.steps.back().dtype;
+  const int nt = omp_get_max_threads();
+  std::vector<std::unique_ptr<Tape::Scratch>> work(nt);
+  std::vector<std::vector<int64_t>> vals(nt);
+  cpu::reduce_source(r.reduce_op, t, r.shape, r.reduce_axes, [&](int64_t start, int64_t n) -> const void* {
+    const int k = omp_get_thread_num();
+    if (!work[k]) {
+      work[k] = std::make_unique<Tape::Scratch>(r.steps.size());
+      vals[k].resize(kBlock);
+    }
+    tape.run(start, n, *work[k], nullptr);
+    const Val& v = work[k]->v.back();
+    const void* p = nullptr;
+    cpu::dispatch(t, [&](auto tag) {
+      using T = decltype(tag);
+      if (std::is_same_v<acc_t<T>, T> && v.stride == 1) {
+        p = v.p;  // already the input's values in memory form
+      } else {
+        store_block<T>(v, reinterpret_cast<T*>(vals[k].data()), n);
+        p = vals[k].data();
+      }
+    });
+    return p;
+  }, out);
+}
+
 }  // namespace
 
-void eval_fused_cpu(const FusedRegion& r, const std::vector<Tensor>& in, Tensor& out) {
-  const size_t ns = r.steps.size();
-  std::vector<LoadPlan> loads;
-  for (const Tensor& t : in) loads.push_back(plan_load(t, r.shape));
-  std::vector<ScalarVal> scalars;
-  std::vector<Dtype> dt(ns);
-  for (size_t i = 0; i < ns; ++i) dt[i] = r.steps[i].dtype;
-  for (const FusedStep& s : r.steps) {
-    if (s.kind == Kind::Scalar) scalars.push_back(scalar_value(r.scalars[s.slot], s.dtype));
+void eval_fused_cpu(const FusedRegion& r, const std::vector<Tensor>& in, std::vector<Tensor>& outs) {
+  const Tape tape(r, in);
+  if (r.reduce) {
+    reduce_fused_cpu(tape, outs.back());
+    return;
   }
-  // Scalar slots are numbered in tape order, as pushed above.
   const Dtype od = r.steps.back().dtype;
   const bool out_direct = od != Dtype::Float16 && od != Dtype::BFloat16;
-  char* out_base = static_cast<char*>(out.raw_data());
-  cpu::parallel_for(out.size(), cpu::kGrain, [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> scratch(ns * kBlock);  // 8 bytes per element covers every arithmetic type
-    std::vector<Val> v(ns);
+  char* out_base = static_cast<char*>(outs.back().raw_data());
+  cpu::parallel_for(outs.back().size(), cpu::kGrain, [&](int64_t begin, int64_t end) {
+    Tape::Scratch w(r.steps.size());
     for (int64_t start = begin; start < end; start += kBlock) {
       const int64_t n = std::min(kBlock, end - start);
-      for (size_t i = 0; i < ns; ++i) {
-        void* buf = scratch.data() + i * kBlock;
-        // The output step writes straight into the result when it can.
-        if (i == ns - 1 && out_direct && r.steps[i].kind != Kind::Load && r.steps[i].kind != Kind::Scalar) {
-          buf = out_base + start * acc_size(od);
-        }
-        v[i] = run_step(r.steps[i], v, loads, scalars, dt, start, n, buf);
+      // The output step writes straight into the result when it can.
+      tape.run(start, n, w, out_direct ? out_base + start * acc_size(od) : nullptr);
+      for (size_t k = 0; k < outs.size(); ++k) {
+        cpu::dispatch(tape.dt[r.output_steps[k]], [&](auto tag) {
+          using T = decltype(tag);
+          store_block<T>(w.v[r.output_steps[k]], static_cast<T*>(outs[k].raw_data()) + start, n);
+        });
       }
-      cpu::dispatch(od, [&](auto tag) {
-        using T = decltype(tag);
-        store_block<T>(v.back(), reinterpret_cast<T*>(out_base) + start, n);
-      });
     }
   });
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "backend/cpu/reduce.h"
 #include "backend/cpu/kernel_utils.h"
 #include "backend/elementwise_math.h"
 
@@ -24,21 +25,62 @@ using reduce_out_t = std::conditional_t<
     std::conditional_t<Op == ReduceOp::Sum || Op == ReduceOp::Prod, int64_t,
                        std::conditional_t<Op == ReduceOp::Mean, float, T>>>;
 
-template <ReduceOp Op, typename T, typename R = reduce_out_t<Op, T>>
-void reduce_typed(const Tensor& x, Tensor& out, const std::vector<int>& axes) {
+// Where a reduction reads its input. Both readers call f(values, n, stride)
+// per run, in the same order, so the accumulation order is the reader's
+// choice of nothing: a fused prologue gives the same bits as its input in
+// memory.
+template <typename T>
+struct TensorReader {  // an input in memory, any strides
+  const T* p;
+  cpu::Layout<1> inner;
+  // Reduced elements [b, e) of output w, whose kept-axes offset is `base`.
+  template <typename F>
+  void reduced(int64_t, int64_t base, int64_t b, int64_t e, F&& f) const {
+    cpu::for_each_run<1>(inner, b, e, [&](auto off, int64_t n, auto ls) { f(p + base + off[0], n, ls[0]); });
+  }
+  // Columns [b, e) of row r of a row-major input with `cols` columns.
+  template <typename F>
+  void row(int64_t r, int64_t cols, int64_t b, int64_t e, F&& f) const {
+    f(p + r * cols + b, e - b, int64_t(1));
+  }
+};
+
+template <typename T>
+struct SourceReader {  // values of a row-major input computed block by block
+  const cpu::ReduceSource& src;
+  int64_t n_in;
+  template <typename F>
+  void reduced(int64_t w, int64_t, int64_t b, int64_t e, F&& f) const {
+    blocks(w * n_in + b, e - b, f);
+  }
+  template <typename F>
+  void row(int64_t r, int64_t cols, int64_t b, int64_t e, F&& f) const {
+    blocks(r * cols + b, e - b, f);
+  }
+  template <typename F>
+  void blocks(int64_t start, int64_t n, F& f) const {
+    for (int64_t c = 0; c < n; c += cpu::kSourceBlock) {
+      const int64_t len = std::min(cpu::kSourceBlock, n - c);
+      f(static_cast<const T*>(src(start + c, len)), len, int64_t(1));
+    }
+  }
+};
+
+// `strides`: the input's (row-major for a source).
+template <ReduceOp Op, typename T, typename Reader, typename R = reduce_out_t<Op, T>>
+void reduce_typed(const Reader& reader, const Shape& shape, const Strides& strides, bool row_contiguous,
+                  Tensor& out, const std::vector<int>& axes) {
   // Split the input axes into kept (outer, matching the output order) and
   // reduced (inner) ones.
   Shape outer_shape, inner_shape;
   Strides outer_st, inner_st;
-  for (int d = 0; d < x.ndim(); ++d) {
+  for (int d = 0; d < int(shape.size()); ++d) {
     bool red = std::find(axes.begin(), axes.end(), d) != axes.end();
-    (red ? inner_shape : outer_shape).push_back(x.shape()[d]);
-    (red ? inner_st : outer_st).push_back(x.strides()[d]);
+    (red ? inner_shape : outer_shape).push_back(shape[d]);
+    (red ? inner_st : outer_st).push_back(strides[d]);
   }
   const int64_t n_out = shape_size(outer_shape), n_in = shape_size(inner_shape);
   cpu::Layout<1> outer = cpu::collapse<1>(outer_shape, {&outer_st});
-  cpu::Layout<1> inner = cpu::collapse<1>(inner_shape, {&inner_st});
-  const T* p = x.data<T>();
   R* o = out.data<R>();
 
   // Means accumulate in double even for integers (as NumPy): an int64 sum
@@ -54,17 +96,16 @@ void reduce_typed(const Tensor& x, Tensor& out, const std::vector<int>& axes) {
     else if constexpr (Op == ReduceOp::Prod) return A(wrap_t<A>(acc) * wrap_t<A>(v));  // integers wrap, as NumPy
     else return A(wrap_t<A>(acc) + wrap_t<A>(v));
   };
-  // Reduces inner elements [b, e) starting from base offset `base`.
-  auto reduce_range = [&](int64_t base, int64_t b, int64_t e, bool first, A acc) {
-    cpu::for_each_run<1>(inner, b, e, [&](auto off, int64_t n, auto ls) {
-      const T* s = p + base + off[0];
+  // Reduces inner elements [b, e) of output w (kept-axes offset `base`).
+  auto reduce_range = [&](int64_t w, int64_t base, int64_t b, int64_t e, bool first, A acc) {
+    reader.reduced(w, base, b, e, [&](const T* s, int64_t n, int64_t stride) {
       int64_t i = 0;
       if (first) {
         acc = A(E(s[0]));
         i = 1;
         first = false;
       }
-      for (; i < n; ++i) acc = combine(acc, A(E(s[i * ls[0]])));
+      for (; i < n; ++i) acc = combine(acc, A(E(s[i * stride])));
     });
     return acc;
   };
@@ -75,15 +116,16 @@ void reduce_typed(const Tensor& x, Tensor& out, const std::vector<int>& axes) {
 
   bool leading = !axes.empty();
   for (size_t i = 0; i < axes.size(); ++i) leading = leading && axes[i] == static_cast<int>(i);
-  if (leading && x.is_row_contiguous() && n_out > 1 && n_in > 1) {
+  if (leading && row_contiguous && n_out > 1 && n_in > 1) {
     // Leading axes of a row-major input (a bias gradient): fold whole rows
     // into per-column accumulators instead of striding down each column.
     cpu::parallel_for(n_out, std::max<int64_t>(1, cpu::kGrain / n_in), [&](int64_t b, int64_t e) {
       std::vector<A> acc(e - b);
-      for (int64_t j = b; j < e; ++j) acc[j - b] = A(E(p[j]));
-      for (int64_t r = 1; r < n_in; ++r) {
-        const T* row = p + r * n_out;
-        for (int64_t j = b; j < e; ++j) acc[j - b] = combine(acc[j - b], A(E(row[j])));
+      for (int64_t r = 0; r < n_in; ++r) {
+        int64_t j = 0;
+        reader.row(r, n_out, b, e, [&](const T* s, int64_t n, int64_t) {
+          for (int64_t i = 0; i < n; ++i, ++j) acc[j] = r == 0 ? A(E(s[i])) : combine(acc[j], A(E(s[i])));
+        });
       }
       for (int64_t j = b; j < e; ++j) o[j] = finish(acc[j - b]);
     });
@@ -96,7 +138,7 @@ void reduce_typed(const Tensor& x, Tensor& out, const std::vector<int>& axes) {
     std::vector<char> used(nt, 0);
     cpu::parallel_for(n_in, cpu::kGrain, [&](int64_t b, int64_t e) {
       int t = omp_get_thread_num();
-      part[t] = reduce_range(0, b, e, is_ext, init());
+      part[t] = reduce_range(0, 0, b, e, is_ext, init());
       used[t] = 1;
     });
     A acc = init();
@@ -113,11 +155,21 @@ void reduce_typed(const Tensor& x, Tensor& out, const std::vector<int>& axes) {
                     [&](int64_t b, int64_t e) {
     int64_t w = b;  // output index: outputs are row-major over the kept axes
     cpu::for_each_run<1>(outer, b, e, [&](auto off, int64_t n, auto ls) {
-      for (int64_t i = 0; i < n; ++i) {
-        o[w++] = finish(reduce_range(off[0] + i * ls[0], 0, n_in, is_ext, init()));
-      }
+      for (int64_t i = 0; i < n; ++i, ++w) o[w] = finish(reduce_range(w, off[0] + i * ls[0], 0, n_in, is_ext, init()));
     });
   });
+}
+
+template <typename T, typename Reader>
+void reduce_dispatch(ReduceOp op, const Reader& reader, const Shape& shape, const Strides& strides, bool rc,
+                     Tensor& out, const std::vector<int>& axes) {
+  switch (op) {
+    case ReduceOp::Sum: reduce_typed<ReduceOp::Sum, T>(reader, shape, strides, rc, out, axes); break;
+    case ReduceOp::Mean: reduce_typed<ReduceOp::Mean, T>(reader, shape, strides, rc, out, axes); break;
+    case ReduceOp::Max: reduce_typed<ReduceOp::Max, T>(reader, shape, strides, rc, out, axes); break;
+    case ReduceOp::Min: reduce_typed<ReduceOp::Min, T>(reader, shape, strides, rc, out, axes); break;
+    case ReduceOp::Prod: reduce_typed<ReduceOp::Prod, T>(reader, shape, strides, rc, out, axes); break;
+  }
 }
 
 }  // namespace
@@ -134,16 +186,31 @@ const char* Reduce::name() const {
 }
 
 void Reduce::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
-  cpu::dispatch(in[0].dtype(), [&](auto tin) {
+  const Tensor& x = in[0];
+  cpu::dispatch(x.dtype(), [&](auto tin) {
     using T = decltype(tin);
-    switch (op) {
-      case ReduceOp::Sum: reduce_typed<ReduceOp::Sum, T>(in[0], out, axes); break;
-      case ReduceOp::Mean: reduce_typed<ReduceOp::Mean, T>(in[0], out, axes); break;
-      case ReduceOp::Max: reduce_typed<ReduceOp::Max, T>(in[0], out, axes); break;
-      case ReduceOp::Min: reduce_typed<ReduceOp::Min, T>(in[0], out, axes); break;
-      case ReduceOp::Prod: reduce_typed<ReduceOp::Prod, T>(in[0], out, axes); break;
+    Shape inner_shape;
+    Strides inner_st;
+    for (int a : axes) {
+      inner_shape.push_back(x.shape()[a]);
+      inner_st.push_back(x.strides()[a]);
     }
+    const TensorReader<T> reader{x.data<T>(), cpu::collapse<1>(inner_shape, {&inner_st})};
+    reduce_dispatch<T>(op, reader, x.shape(), x.strides(), x.is_row_contiguous(), out, axes);
   });
 }
+
+namespace cpu {
+
+void reduce_source(ReduceOp op, Dtype dtype, const Shape& shape, const std::vector<int>& axes,
+                   const ReduceSource& source, Tensor& out) {
+  cpu::dispatch(dtype, [&](auto tin) {
+    using T = decltype(tin);
+    const SourceReader<T> reader{source, shape_size(shape) / std::max<int64_t>(shape_size(out.shape()), 1)};
+    reduce_dispatch<T>(op, reader, shape, row_major_strides(shape), true, out, axes);
+  });
+}
+
+}  // namespace cpu
 
 }  // namespace pyflame

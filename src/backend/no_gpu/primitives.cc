@@ -19,6 +19,6 @@ PF_FOR_EACH_PRIMITIVE(PF_NO_GPU)
 #include "ir/fused.h"
 
 namespace pyflame {
-bool eval_fused_gpu(const FusedRegion&, const std::vector<Tensor>&, Tensor&) { return false; }
+bool eval_fused_gpu(const FusedRegion&, const std::vector<Tensor>&, std::vector<Tensor>&) { return false; }
 std::string fused_kernel_gpu(const FusedRegion&) { return "no GPU backend"; }
 }  // namespace pyflame

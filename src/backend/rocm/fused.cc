@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -35,6 +36,7 @@ constexpr char kMagic[8] = {'P', 'F', 'K', 'C', 'O', 'D', 'E', '1'};
 
 struct Entry {
   void* kernel = nullptr;  // null: compilation failed (error says why)
+  void* parts = nullptr;   // a reduction's second pass
   std::string error;
   std::string name;
 };
@@ -119,7 +121,7 @@ void write_cached(const std::string& path, const std::string& key, const std::st
 }
 
 // Compiles (or reads from disk) and loads the kernel of `ks` on `device`.
-Entry build(int device, const fuse::KernelSource& ks) {
+Entry build(int device, const fuse::KernelSource& ks, bool reduce) {
   Entry e;
   e.name = ks.name;
   const std::string arch = gpu::rtc_arch(device);
@@ -135,6 +137,10 @@ Entry build(int device, const fuse::KernelSource& ks) {
     if (!path.empty()) write_cached(path, key, code);
   }
   e.kernel = gpu::rtc_load(code, ks.name, &e.error);
+  if (e.kernel && reduce) {
+    e.parts = gpu::rtc_load(code, ks.name + "_parts", &e.error);
+    if (!e.parts) e.kernel = nullptr;
+  }
   return e;
 }
 
@@ -155,7 +161,7 @@ const Entry& kernel_for(DeviceContext& ctx, const FusedRegion& r, const fuse::Ke
   }
   Entry e;
   try {
-    e = build(ctx.device, fuse::kernel_source(r, L, ctx.wave_size));
+    e = build(ctx.device, fuse::kernel_source(r, L, ctx.wave_size), r.reduce);
   } catch (const std::exception& ex) {
     e.error = ex.what();
   }
@@ -168,10 +174,61 @@ const Entry& kernel_for(DeviceContext& ctx, const FusedRegion& r, const fuse::Ke
   return c.entries.emplace(mk, std::move(e)).first->second;
 }
 
+// The prebuilt reduce kernel's geometry for rows of `cols` values
+// (kernels/reduce.hip, reduce_typed), so the fused reduction combines in its
+// order: 256 threads for long rows (else 64), a row split into chunks when
+// there are too few rows to fill the device, 16-byte-wide reads when every
+// row allows them (a fresh intermediate is aligned).
+fuse::ReduceGeometry reduce_geometry(const DeviceContext& ctx, const FusedRegion& r, int* threads) {
+  fuse::ReduceGeometry g;
+  g.cols = 1;
+  for (int a : r.reduce_axes) g.cols *= r.shape[a];
+  g.rows = shape_size(r.shape) / g.cols;
+  *threads = g.cols >= 256 ? 256 : 64;
+  if (g.rows < 2 * ctx.multiprocessors) {
+    const int64_t want = (4 * ctx.multiprocessors + g.rows - 1) / g.rows;
+    const int64_t useful = (g.cols + *threads * 16 - 1) / (*threads * 16);
+    g.chunks = std::max<int64_t>(1, std::min<int64_t>({want, useful, 1024}));
+  }
+  const int64_t size = int64_t(itemsize(r.steps.back().dtype));
+  const int64_t vec = 16 / size > 8 ? 8 : 16 / size;
+  g.vec = g.cols % vec == 0;
+  return g;
+}
+
 }  // namespace
 
-bool eval_fused_gpu(const FusedRegion& r, const std::vector<Tensor>& loads, Tensor& out) {
-  DeviceContext& ctx = backend::rocm::context(out.device().index);
+namespace backend::rocm {
+std::shared_ptr<Buffer> temp_buffer(DeviceContext& ctx, size_t bytes);  // kernels/common.h
+}
+
+namespace {
+
+bool eval_reduce_gpu(DeviceContext& ctx, const Entry& e, const FusedRegion& r, const fuse::KernelLayout& L,
+                     const std::vector<const void*>& in, Tensor& out) {
+  int threads = 64;
+  fuse::ReduceGeometry g = reduce_geometry(ctx, r, &threads);
+  std::shared_ptr<Buffer> part;
+  if (g.chunks > 1) {
+    part = backend::rocm::temp_buffer(ctx, size_t(g.rows * g.chunks) * sizeof(float));
+    g.partial = part->ptr;
+  }
+  std::vector<int64_t> args = fuse::kernel_args(r, L, in, {out.raw_data()}, g);
+  auto grid = [&](int64_t blocks) {
+    return static_cast<unsigned>(std::min<int64_t>(blocks, int64_t(ctx.multiprocessors) * 32));
+  };
+  gpu::rtc_launch(e.kernel, grid(g.rows * g.chunks), threads, args.data(), args.size() * sizeof(int64_t),
+                  ctx.stream);
+  if (g.chunks > 1) {
+    gpu::rtc_launch(e.parts, grid(g.rows), 64, args.data(), args.size() * sizeof(int64_t), ctx.stream);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool eval_fused_gpu(const FusedRegion& r, const std::vector<Tensor>& loads, std::vector<Tensor>& outs) {
+  DeviceContext& ctx = backend::rocm::context(r.device.index);
   backend::rocm::DeviceGuard g(ctx.device);
   const fuse::KernelLayout L = fuse::kernel_layout(r);
   if (int(L.shape.size()) > fuse::kMaxKernelAxes) return false;
@@ -179,9 +236,12 @@ bool eval_fused_gpu(const FusedRegion& r, const std::vector<Tensor>& loads, Tens
   if (!e.kernel) return false;
   std::vector<const void*> in;
   for (const Tensor& t : loads) in.push_back(t.raw_data());
-  std::vector<int64_t> args = fuse::kernel_args(r, L, in, out.raw_data());
+  if (r.reduce) return eval_reduce_gpu(ctx, e, r, L, in, outs.back());
+  std::vector<void*> out;
+  for (Tensor& t : outs) out.push_back(t.raw_data());
+  std::vector<int64_t> args = fuse::kernel_args(r, L, in, out);
   constexpr int kBlock = 256;
-  gpu::rtc_launch(e.kernel, backend::rocm::grid_for(ctx, out.size(), kBlock), kBlock, args.data(),
+  gpu::rtc_launch(e.kernel, backend::rocm::grid_for(ctx, outs.back().size(), kBlock), kBlock, args.data(),
                   args.size() * sizeof(int64_t), ctx.stream);
   return true;
 }

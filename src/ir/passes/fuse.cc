@@ -46,6 +46,9 @@ std::string FusedRegion::signature() const {
     os << int(s.kind) << ':' << int(s.op) << ':' << dtype_name(s.dtype) << ':' << s.a << ',' << s.b << ','
        << s.c << ',' << s.slot << ';';
   }
+  os << "out";
+  for (int k : output_steps) os << ':' << k;
+  if (reduce) os << "|reduce:" << int(reduce_op);
   return os.str();
 }
 
@@ -63,7 +66,16 @@ std::string FusedRegion::describe() const {
     if (s.kind == FusedStep::Kind::Cast) t += "->" + std::string(dtype_name(s.dtype));
     text[i] = t;
   }
-  return text.empty() ? "" : text.back();
+  if (text.empty()) return "";
+  std::string d = text.back();
+  if (reduce) {
+    d = std::string(Reduce(reduce_op, reduce_axes).name()) + "(" + d + ", axes=";
+    for (size_t i = 0; i < reduce_axes.size(); ++i) d += (i ? "," : "") + std::to_string(reduce_axes[i]);
+    d += ")";
+  }
+  // Stored interior values: "  [+ stores mul(x0, s0)]".
+  for (size_t k = 0; k + 1 < output_steps.size(); ++k) d += " [+ stores " + text[output_steps[k]] + "]";
+  return d;
 }
 
 namespace fuse {
@@ -72,6 +84,7 @@ namespace {
 
 constexpr int kMaxOps = 48;    // compute steps per region
 constexpr int kMaxLoads = 12;  // external inputs per region (kernel argument size)
+constexpr int kMaxOutputs = 8; // values stored per region, the output included
 
 std::atomic<bool> g_enabled{settings::fusion()};
 std::atomic<bool> g_gpu{settings::fusion_gpu()};
@@ -107,6 +120,25 @@ bool computable(const Node* n) {
   return dynamic_cast<const Where*>(p) || dynamic_cast<const AsType*>(p);
 }
 
+// Reductions a region may end in on this device: the elements of each
+// output one row-major range of the region's index space (trailing axes; on
+// the CPU leading ones too), read in the unfused kernel's order.
+bool anchor_axes(const std::vector<int>& axes, int ndim, const Device& d) {
+  if (axes.empty()) return false;
+  bool trailing = true, leading = true;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    trailing &= axes[i] == ndim - int(axes.size()) + int(i);
+    leading &= axes[i] == int(i);
+  }
+  return trailing || (leading && d.is_cpu());
+}
+
+// The GPU's generated reductions accumulate in float, as the prebuilt ones
+// do for these dtypes; the CPU reduces every dtype.
+bool anchor_dtype(Dtype t, const Device& d) {
+  return d.is_cpu() || t == Dtype::Float32 || t == Dtype::Float16 || t == Dtype::BFloat16;
+}
+
 // The value of a constant: a Full without inputs, seen through any views.
 const Node* constant_of(const Node* n) {
   while (n->prim && n->prim->is_view() && !n->buffer) n = n->inputs[0].node();
@@ -126,11 +158,19 @@ LoadKey load_key(const Node* p) {
 struct Builder {
   const std::vector<std::shared_ptr<Node>>& order;
   std::unordered_map<const Node*, int> pos;  // position in the order
+  std::unordered_map<const Node*, std::vector<const Node*>> consumers;  // within the order
+  // Where each node already placed is evaluated: a region's members at its
+  // output's position, anything else at its own.
+  std::unordered_map<const Node*, int> at;
   Plan plan;
   std::unordered_set<const Node*> taken;
+  bool interior_only = false;  // growing a reduction's prologue: nothing stored
 
   explicit Builder(const std::vector<std::shared_ptr<Node>>& o) : order(o) {
-    for (size_t i = 0; i < o.size(); ++i) pos[o[i].get()] = int(i);
+    for (size_t i = 0; i < o.size(); ++i) {
+      pos[o[i].get()] = int(i);
+      for (const Tensor& t : o[i]->inputs) consumers[t.node()].push_back(o[i].get());
+    }
   }
 
   // References to n from outside `members`: all of its holders but the
@@ -143,9 +183,31 @@ struct Builder {
     return refs;
   }
 
-  bool joins(const std::shared_ptr<Node>& p, const Node* root, const std::vector<Node*>& members) const {
-    return pos.count(p.get()) && !taken.count(p.get()) && computable(p.get()) && !p->requires_grad &&
-           p->shape == root->shape && p->device == root->device && outside_refs(p, members) == 0;
+  enum class Join { No, Interior, Output };
+
+  // Whether p joins the region: as an interior value when nothing outside
+  // needs it, as a stored output when everything outside that needs it in
+  // this evaluation runs after the region (at the output's position); holders
+  // outside the evaluation (user handles, later graphs) read it afterwards.
+  Join joins(const std::shared_ptr<Node>& p, const Node* root, const std::vector<Node*>& members) const {
+    if (!pos.count(p.get()) || taken.count(p.get()) || !computable(p.get()) || p->requires_grad ||
+        p->shape != root->shape || p->device != root->device) {
+      return Join::No;
+    }
+    if (outside_refs(p, members) == 0) return Join::Interior;
+    if (interior_only) return Join::No;
+    const int root_at = pos.at(root);
+    if (auto it = consumers.find(p.get()); it != consumers.end()) {
+      for (const Node* c : it->second) {
+        if (std::find(members.begin(), members.end(), c) != members.end()) continue;
+        // Nodes after the output were all placed already; an unplaced one
+        // before it runs before the region.
+        auto a = at.find(c);
+        const int c_at = a != at.end() ? a->second : pos.at(c);
+        if (c_at <= root_at) return Join::No;
+      }
+    }
+    return Join::Output;
   }
 
   // Distinct external inputs of the members (constants aside).
@@ -160,19 +222,22 @@ struct Builder {
     return int(keys.size());
   }
 
-  std::vector<Node*> grow(Node* root) {
+  // The region's members; `stored` gets those also needed outside.
+  std::vector<Node*> grow(Node* root, std::unordered_set<const Node*>& stored) {
     std::vector<Node*> members{root};
     for (bool changed = !root->requires_grad; changed && int(members.size()) < kMaxOps;) {
       changed = false;
       for (size_t i = 0; i < members.size() && int(members.size()) < kMaxOps; ++i) {
         for (size_t k = 0; k < members[i]->inputs.size(); ++k) {
           const std::shared_ptr<Node>& p = members[i]->inputs[k].node_ptr();
-          if (!joins(p, root, members)) continue;
+          const Join j = joins(p, root, members);
+          if (j == Join::No || (j == Join::Output && int(stored.size()) + 1 >= kMaxOutputs)) continue;
           members.push_back(p.get());
           if (count_loads(members) > kMaxLoads) {  // full: the region ends here
             members.pop_back();
             continue;
           }
+          if (j == Join::Output) stored.insert(p.get());
           taken.insert(p.get());
           changed = true;
           if (int(members.size()) == kMaxOps) break;
@@ -199,7 +264,9 @@ struct Builder {
   }
 
   // The region's tape; `constants` gets the view chains of its scalars.
-  FusedRegion tape(const std::vector<Node*>& members, std::vector<std::shared_ptr<Node>>& constants) {
+  // `steps` gets each member's step.
+  FusedRegion tape(const std::vector<Node*>& members, std::vector<std::shared_ptr<Node>>& constants,
+                   std::vector<int>& steps) {
     FusedRegion r;
     r.shape = members.back()->shape;
     r.device = members.back()->device;
@@ -266,18 +333,76 @@ struct Builder {
       r.steps.push_back(s);
       step_of[m] = int(r.steps.size()) - 1;
     }
+    for (const Node* m : members) steps.push_back(step_of.at(m));
     return r;
+  }
+
+  // The elementwise producer a Reduce node can take as its prologue: its
+  // only holder is the reduction, and the reduction's layout is one the
+  // fused kernels read in the unfused order.
+  Node* prologue(Node* n) const {
+    const auto* red = dynamic_cast<const Reduce*>(n->prim.get());
+    if (!red || red->op == ReduceOp::Prod || n->buffer || n->requires_grad || n->inputs.size() != 1) return nullptr;
+    const std::shared_ptr<Node>& p = n->inputs[0].node_ptr();
+    if (!pos.count(p.get()) || taken.count(p.get()) || !computable(p.get()) || p->requires_grad ||
+        p->device != n->device || !anchor_dtype(p->dtype, p->device) || outside_refs(p, {n}) != 0 ||
+        !anchor_axes(red->axes, int(p->shape.size()), p->device)) {
+      return nullptr;
+    }
+    return p.get();
+  }
+
+  // A region computing a reduction's input without writing it.
+  void anchor(Node* n, Node* p) {
+    taken.insert(n);
+    taken.insert(p);
+    std::unordered_set<const Node*> stored;
+    interior_only = true;
+    std::vector<Node*> members = grow(p, stored);
+    interior_only = false;
+    std::vector<std::shared_ptr<Node>> constants;
+    std::vector<int> steps;
+    FusedRegion r = tape(members, constants, steps);
+    if (int(r.loads.size()) > kMaxLoads) {
+      for (Node* m : members) taken.erase(m);
+      return;
+    }
+    const auto* red = static_cast<const Reduce*>(n->prim.get());
+    r.reduce = true;
+    r.reduce_op = red->op;
+    r.reduce_axes = red->axes;
+    r.outputs = {n};
+    r.output_steps = {int(r.steps.size()) - 1};
+    for (Node* m : members) {
+      plan.replaced.insert(m);
+      at[m] = pos.at(n);
+    }
+    r.unfused_order = members;
+    r.unfused_order.push_back(n);
+    for (const auto& c : constants) replace_chain(c, r);
+    std::sort(r.unfused_order.begin(), r.unfused_order.end(),
+              [&](Node* a, Node* b) { return pos.at(a) < pos.at(b); });
+    plan.root[n] = int(plan.regions.size());
+    plan.regions.push_back(std::move(r));
   }
 
   void run() {
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       Node* n = it->get();
-      if (taken.count(n) || !computable(n)) continue;
+      at.emplace(n, pos.at(n));  // unless a later region took it
+      if (taken.count(n)) continue;
+      if (Node* p = prologue(n)) {
+        anchor(n, p);
+        continue;
+      }
+      if (!computable(n)) continue;
       taken.insert(n);
-      std::vector<Node*> members = grow(n);
+      std::unordered_set<const Node*> stored;
+      std::vector<Node*> members = grow(n, stored);
       if (members.size() < 2) continue;
       std::vector<std::shared_ptr<Node>> constants;
-      FusedRegion r = tape(members, constants);
+      std::vector<int> steps;
+      FusedRegion r = tape(members, constants, steps);
       if (int(r.loads.size()) > kMaxLoads) {  // rare: give the producers back
         for (Node* m : members) {
           if (m != n) taken.erase(m);
@@ -286,6 +411,14 @@ struct Builder {
       }
       for (Node* m : members) {
         if (m != n) plan.replaced.insert(m);
+        at[m] = pos.at(n);
+      }
+      // Outputs in tape order, the region's output last.
+      for (size_t i = 0; i < members.size(); ++i) {
+        if (stored.count(members[i]) || members[i] == n) {
+          r.outputs.push_back(members[i]);
+          r.output_steps.push_back(steps[i]);
+        }
       }
       r.unfused_order = members;
       for (const auto& c : constants) replace_chain(c, r);
@@ -393,7 +526,8 @@ std::string explain(const std::vector<Tensor>& outputs) {
     if (auto it = plan.root.find(n.get()); it != plan.root.end()) {
       const FusedRegion& r = plan.regions[it->second];
       os << "  fused[" << r.ops() << " ops, " << r.loads.size() << " loads, " << r.scalars.size()
-         << " scalars] " << r.describe() << " -> " << dtype_name(n->dtype) << shape_str(n->shape) << " on "
+         << " scalars" << (r.outputs.size() > 1 ? ", " + std::to_string(r.outputs.size()) + " outputs" : "")
+         << "] " << r.describe() << " -> " << dtype_name(n->dtype) << shape_str(n->shape) << " on "
          << n->device.str() << ": " << fused_kernel_name(r) << "\n";
     } else if (n->prim) {
       os << "  " << n->prim->name() << " -> " << dtype_name(n->dtype) << shape_str(n->shape)

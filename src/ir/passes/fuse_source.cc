@@ -166,27 +166,20 @@ KernelLayout kernel_layout(const FusedRegion& r) {
   return L;
 }
 
-KernelSource kernel_source(const FusedRegion& r, const KernelLayout& L, int wave_size) {
+namespace {
+
+// The index decomposition and the steps at element `i` of the region's index
+// space (type I), as statements defining v0..v<n-1>.
+std::string steps_code(const FusedRegion& r, const KernelLayout& L, const std::string& I, const std::string& pad) {
   const int nd = int(L.shape.size());
   const int ns = int(L.strides.size());
   const int nl = int(r.loads.size());
   std::ostringstream k;
-  k << "struct Args {\n  long n;\n";
-  if (nd) k << "  long shape[" << nd << "];\n  long strides[" << ns << "][" << nd << "];\n";
-  if (nl) k << "  const void* in[" << nl << "];\n";
-  k << "  void* out;\n";
-  if (!r.scalars.empty()) k << "  long scalars[" << r.scalars.size() << "];\n";
-  k << "};\n\n";
-  k << "extern \"C\" __global__ void __launch_bounds__(256) KERNEL_NAME(Args a) {\n";
-  const std::string I = L.narrow ? "int" : "long";
-  k << "  const " << I << " n = (" << I << ")a.n;\n";
-  k << "  for (" << I << " i = (" << I << ")blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (" << I
-    << ")gridDim.x * blockDim.x) {\n";
   if (nd) {
-    k << "    " << I << " off[" << ns << "] = {};\n    { " << I << " r = i;\n";
-    k << "      for (int d = " << nd - 1 << "; d >= 0; --d) { " << I << " e = (" << I << ")a.shape[d]; " << I
+    k << pad << I << " off[" << ns << "] = {};\n" << pad << "{ " << I << " r = i;\n";
+    k << pad << "  for (int d = " << nd - 1 << "; d >= 0; --d) { " << I << " e = (" << I << ")a.shape[d]; " << I
       << " q = r % e; r /= e;\n";
-    k << "        for (int s = 0; s < " << ns << "; ++s) off[s] += q * (" << I << ")a.strides[s][d]; } }\n";
+    k << pad << "    for (int s = 0; s < " << ns << "; ++s) off[s] += q * (" << I << ")a.strides[s][d]; } }\n";
   }
   int strided_slot = 0;
   std::vector<int> strided_of(nl, -1);
@@ -197,7 +190,7 @@ KernelSource kernel_source(const FusedRegion& r, const KernelLayout& L, int wave
     const FusedStep& s = r.steps[i];
     const std::string v = "v" + std::to_string(i);
     auto arg = [&](int j) { return "v" + std::to_string(j); };
-    k << "    " << acc(s.dtype) << " " << v << " = ";
+    k << pad << acc(s.dtype) << " " << v << " = ";
     switch (s.kind) {
       case Kind::Load: {
         const int j = s.slot;
@@ -233,9 +226,133 @@ KernelSource kernel_source(const FusedRegion& r, const KernelLayout& L, int wave
     }
     k << ";\n";
   }
-  const Dtype od = r.steps.back().dtype;
-  k << "    ((" << storage(od) << "*)a.out)[i] = " << store_expr(od, "v" + std::to_string(r.steps.size() - 1))
-    << ";\n  }\n}\n";
+  return k.str();
+}
+
+// A reduction after the steps, as the prebuilt reduce kernel does it
+// (kernels/reduce.hip, reduce_rows): rows of `cols` elements, each row split
+// into `chunks` parts (a block each), threads striding over a part either
+// one element or PF_VEC elements at a time, a wave butterfly and a block
+// combine through shared memory; with chunks > 1 a second kernel reduces the
+// parts. The same order, so the same bits: float accumulation for the 16-
+// and 32-bit floats the GPU anchors admit.
+std::string reduce_code(const FusedRegion& r, const KernelLayout& L) {
+  const Dtype t = r.steps.back().dtype;
+  const ReduceOp op = r.reduce_op;
+  const int vec = 16 / int(itemsize(t)) > 8 ? 8 : 16 / int(itemsize(t));
+  const std::string I = L.narrow ? "int" : "long";
+  std::ostringstream k;
+  const char* ident = op == ReduceOp::Max ? "__int_as_float(0xff800000)"
+                      : op == ReduceOp::Min ? "__int_as_float(0x7f800000)" : "0.0f";
+  k << "#define PF_VEC " << vec << "\n";
+  k << "__device__ __forceinline__ float pf_ident() { return " << ident << "; }\n";
+  k << "__device__ __forceinline__ float pf_combine(float a, float b) { return ";
+  if (op == ReduceOp::Max) k << "(a > b || a != a) ? a : b";
+  else if (op == ReduceOp::Min) k << "(a < b || a != a) ? a : b";
+  else k << "a + b";
+  k << "; }\n";
+  k << R"(__device__ __forceinline__ float pf_shfl_xor(float v, int m) {
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+  return __shfl_xor_sync(0xffffffffu, v, m, 32);
+#else
+  return __shfl_xor(v, m, PF_WAVE_SIZE);
+#endif
+}
+__device__ __forceinline__ float pf_wave_reduce(float v) {
+#pragma unroll
+  for (int o = PF_WAVE_SIZE / 2; o > 0; o /= 2) v = pf_combine(v, pf_shfl_xor(v, o));
+  return v;
+}
+__device__ float pf_block_reduce(float v) {
+  __shared__ float part[32];
+  const unsigned lane = threadIdx.x % PF_WAVE_SIZE, wave = threadIdx.x / PF_WAVE_SIZE;
+  const unsigned waves = blockDim.x / PF_WAVE_SIZE;
+  v = pf_wave_reduce(v);
+  if (lane == 0) part[wave] = v;
+  __syncthreads();
+  v = lane < waves ? part[lane] : pf_ident();
+  v = pf_wave_reduce(v);
+  __syncthreads();
+  return v;
+}
+)";
+  k << "__device__ __forceinline__ float pf_value(const Args& a, " << I << " i) {\n"
+    << steps_code(r, L, I, "  ") << "  return (float)v" << r.steps.size() - 1 << ";\n}\n";
+  // The row's result, as the prebuilt kernel converts it (a mean divides in double).
+  const std::string fin = op == ReduceOp::Mean ? "(float)((double)acc / (double)a.cols)" : "acc";
+  k << "__device__ __forceinline__ void pf_finish(const Args& a, long row, float acc) {\n"
+    << "  ((" << storage(t) << "*)a.out[0])[row] = " << store_expr(t, fin) << ";\n}\n\n";
+  k << R"(extern "C" __global__ void __launch_bounds__(256) KERNEL_NAME(Args a) {
+  const long rows = a.rows, cols = a.cols, chunks = a.chunks;
+  const long V = a.vec ? PF_VEC : 1;
+  const long len = ((cols + chunks - 1) / chunks + V - 1) / V * V;
+  for (long b = blockIdx.x; b < rows * chunks; b += gridDim.x) {
+    const long row = b / chunks, start = (b % chunks) * len;
+    const long end = start + len < cols ? start + len : cols;
+    const long base = row * cols;
+    float acc = pf_ident();
+    if (a.vec) {
+      for (long j = start / PF_VEC + threadIdx.x; j < end / PF_VEC; j += blockDim.x) {
+#pragma unroll
+        for (int q = 0; q < PF_VEC; ++q) acc = pf_combine(acc, pf_value(a, ()" << I << R"()(base + j * PF_VEC + q)));
+      }
+    } else {
+      for (long j = start + threadIdx.x; j < end; j += blockDim.x) acc = pf_combine(acc, pf_value(a, ()" << I
+    << R"()(base + j)));
+    }
+    acc = pf_block_reduce(acc);
+    if (threadIdx.x == 0) {
+      if (chunks > 1) ((float*)a.partial)[b] = acc;
+      else pf_finish(a, row, acc);
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256) KERNEL_NAME_parts(Args a) {
+  const long rows = a.rows, parts = a.chunks;
+  for (long b = blockIdx.x; b < rows; b += gridDim.x) {
+    const float* p = (const float*)a.partial + b * parts;
+    float acc = pf_ident();
+    for (long j = threadIdx.x; j < parts; j += blockDim.x) acc = pf_combine(acc, p[j]);
+    acc = pf_block_reduce(acc);
+    if (threadIdx.x == 0) pf_finish(a, b, acc);
+  }
+}
+)";
+  return k.str();
+}
+
+}  // namespace
+
+KernelSource kernel_source(const FusedRegion& r, const KernelLayout& L, int wave_size) {
+  const int nd = int(L.shape.size());
+  const int ns = int(L.strides.size());
+  const int nl = int(r.loads.size());
+  std::ostringstream k;
+  k << "struct Args {\n  long n;\n";
+  if (nd) k << "  long shape[" << nd << "];\n  long strides[" << ns << "][" << nd << "];\n";
+  if (nl) k << "  const void* in[" << nl << "];\n";
+  k << "  void* out[" << r.output_steps.size() << "];\n";
+  if (!r.scalars.empty()) k << "  long scalars[" << r.scalars.size() << "];\n";
+  if (r.reduce) k << "  long rows, cols, chunks, vec;\n  void* partial;\n";
+  k << "};\n\n";
+  const std::string I = L.narrow ? "int" : "long";
+  if (r.reduce) {
+    k << reduce_code(r, L);
+  } else {
+    k << "extern \"C\" __global__ void __launch_bounds__(256) KERNEL_NAME(Args a) {\n";
+    k << "  const " << I << " n = (" << I << ")a.n;\n";
+    k << "  for (" << I << " i = (" << I << ")blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (" << I
+      << ")gridDim.x * blockDim.x) {\n";
+    k << steps_code(r, L, I, "    ");
+    for (size_t j = 0; j < r.output_steps.size(); ++j) {
+      const int st = r.output_steps[j];
+      const Dtype od = r.steps[st].dtype;
+      k << "    ((" << storage(od) << "*)a.out[" << j << "])[i] = " << store_expr(od, "v" + std::to_string(st))
+        << ";\n";
+    }
+    k << "  }\n}\n";
+  }
   std::string body = k.str();
   std::ostringstream src;
   // Run-time compilers bring their own runtime header; an offline HIP
@@ -248,18 +365,18 @@ KernelSource kernel_source(const FusedRegion& r, const KernelLayout& L, int wave
   char name[40];
   std::snprintf(name, sizeof(name), "pf_fused_%016llx", static_cast<unsigned long long>(fnv1a(text)));
   const std::string key = "KERNEL_NAME";
-  text.replace(text.find(key), key.size(), name);
+  for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at)) text.replace(at, key.size(), name);
   return {name, text};
 }
 
 std::vector<int64_t> kernel_args(const FusedRegion& r, const KernelLayout& L, const std::vector<const void*>& in,
-                                 void* out) {
+                                 const std::vector<void*>& out, const ReduceGeometry& g) {
   std::vector<int64_t> a;
   a.push_back(shape_size(r.shape));
   for (int64_t d : L.shape) a.push_back(d);
   for (const Strides& s : L.strides) a.insert(a.end(), s.begin(), s.end());
   for (const void* p : in) a.push_back(int64_t(reinterpret_cast<uintptr_t>(p)));
-  a.push_back(int64_t(reinterpret_cast<uintptr_t>(out)));
+  for (void* p : out) a.push_back(int64_t(reinterpret_cast<uintptr_t>(p)));
   // Scalars converted as the GPU's Full converts them, in the step's arithmetic type.
   for (const FusedStep& s : r.steps) {
     if (s.kind != Kind::Scalar) continue;
@@ -280,6 +397,9 @@ std::vector<int64_t> kernel_args(const FusedRegion& r, const KernelLayout& L, co
       bits = int32_t(u);
     }
     a.push_back(bits);
+  }
+  if (r.reduce) {
+    a.insert(a.end(), {g.rows, g.cols, g.chunks, int64_t(g.vec), int64_t(reinterpret_cast<uintptr_t>(g.partial))});
   }
   return a;
 }

@@ -27,15 +27,25 @@ KernelLayout kernel_layout(const FusedRegion& r);
 constexpr int kMaxKernelAxes = 8;
 
 struct KernelSource {
-  std::string name;    // pf_fused_<hash of the source>
+  std::string name;    // pf_fused_<hash of the source>; a reduction's second pass is <name>_parts
   std::string source;  // complete: preamble, formulas, kernel
 };
 KernelSource kernel_source(const FusedRegion& r, const KernelLayout& L, int wave_size);
 
+// A reduction region's launch geometry (the prebuilt reduce kernel's: see
+// backend/rocm/fused.cc): rows of `cols` values, `chunks` blocks a row, the
+// PF_VEC-wide path when `vec`, the per-chunk results in `partial`.
+struct ReduceGeometry {
+  int64_t rows = 0, cols = 0, chunks = 1;
+  bool vec = false;
+  void* partial = nullptr;
+};
+
 // The argument block, 8 bytes a field in the order the source declares:
-// n, shape[nd], strides[strided loads][nd], inputs[], output, scalars[].
+// n, shape[nd], strides[strided loads][nd], inputs[], outputs[] (as
+// r.outputs), scalars[], and for a reduction rows, cols, chunks, vec, partial.
 std::vector<int64_t> kernel_args(const FusedRegion& r, const KernelLayout& L, const std::vector<const void*>& in,
-                                 void* out);
+                                 const std::vector<void*>& out, const ReduceGeometry& g = {});
 
 // The text of backend/elementwise_formulas.h (embedded at build time).
 extern const char* const kFormulasText;
