@@ -1,0 +1,184 @@
+// The body of vec_math.h's kernels, compiled once per instruction set: the
+// including file defines PF_VEC_NS (a namespace), PF_VEC_BYTES (vector
+// width), PF_SLEEF_F(fn) / PF_SLEEF_D(fn) (SLEEF's 1-ulp float and double
+// functions of that width) and PF_SQRT_F / PF_SQRT_D (the sqrt instruction),
+// and is built with -ffp-contract=off: the formulas round every operation,
+// as the scalar formulas in elementwise_formulas.h do.
+#include <sleef.h>
+
+#include <cstring>
+#include <limits>
+
+#include "backend/cpu/vec_math.h"
+
+namespace pyflame::cpu::PF_VEC_NS {
+
+namespace {
+
+typedef float vf __attribute__((vector_size(PF_VEC_BYTES)));
+typedef double vd __attribute__((vector_size(PF_VEC_BYTES)));
+typedef float vh __attribute__((vector_size(PF_VEC_BYTES / 2)));  // as many floats as a vd has doubles
+typedef int vi __attribute__((vector_size(PF_VEC_BYTES)));
+constexpr int kWf = PF_VEC_BYTES / 4, kWd = PF_VEC_BYTES / 8;
+
+template <typename V, typename S>
+inline V load(const S* p) {
+  V v;
+  std::memcpy(&v, p, sizeof(V));  // unaligned: views start anywhere
+  return v;
+}
+template <typename V, typename S>
+inline void store(S* p, V v) {
+  std::memcpy(p, &v, sizeof(V));
+}
+inline vd widen(const float* p) { return __builtin_convertvector(load<vh>(p), vd); }
+
+// y = f(x) vector by vector; the last partial vector is padded with zeros so
+// that it runs through f exactly as a full one.
+template <typename V, typename S, typename F>
+inline void map(const S* x, S* y, int64_t n, F f) {
+  constexpr int W = sizeof(V) / sizeof(S);
+  int64_t i = 0;
+  for (; i + W <= n; i += W) store(y + i, f(load<V>(x + i)));
+  if (i < n) {
+    S buf[W] = {};
+    std::memcpy(buf, x + i, (n - i) * sizeof(S));
+    store(buf, f(load<V>(buf)));
+    std::memcpy(y + i, buf, (n - i) * sizeof(S));
+  }
+}
+
+// The float formulas, as in elementwise_formulas.h.
+inline vf exp_f(vf x) { return PF_SLEEF_F(exp)(x); }
+inline vf erf_f(vf x) { return PF_SLEEF_F(erf)(x); }
+inline vf tanh_f(vf x) { return PF_SLEEF_F(tanh)(x); }
+inline vf gelu_f(vf x) { return (0.5f * x) * (1.0f + erf_f(x * 0.70710678118654752f)); }
+inline vf gelu_tanh_f(vf x) {
+  const float k = 0.7978845608028654f;  // sqrt(2/pi)
+  const vf cube = ((0.044715f * x) * x) * x;
+  return (0.5f * x) * (1.0f + tanh_f(k * (x + cube)));
+}
+
+void unary_f32(UnaryOp op, const float* x, float* y, int64_t n) {
+  switch (op) {
+    case UnaryOp::Sqrt: return map<vf>(x, y, n, [](vf v) { return vf(PF_SQRT_F(v)); });
+    case UnaryOp::Exp: return map<vf>(x, y, n, exp_f);
+    case UnaryOp::Log: return map<vf>(x, y, n, [](vf v) { return vf(PF_SLEEF_F(log)(v)); });
+    case UnaryOp::Sin: return map<vf>(x, y, n, [](vf v) { return vf(PF_SLEEF_F(sin)(v)); });
+    case UnaryOp::Cos: return map<vf>(x, y, n, [](vf v) { return vf(PF_SLEEF_F(cos)(v)); });
+    case UnaryOp::Tanh: return map<vf>(x, y, n, tanh_f);
+    case UnaryOp::Erf: return map<vf>(x, y, n, erf_f);
+    case UnaryOp::Sigmoid: return map<vf>(x, y, n, [](vf v) { return 1.0f / (1.0f + exp_f(-v)); });
+    case UnaryOp::Silu: return map<vf>(x, y, n, [](vf v) { return v / (1.0f + exp_f(-v)); });
+    case UnaryOp::Gelu: return map<vf>(x, y, n, gelu_f);
+    case UnaryOp::GeluTanh: return map<vf>(x, y, n, gelu_tanh_f);
+    default: return;  // callers check vec_unary
+  }
+}
+
+// The double formulas, as unary_apply_f64 in elementwise_math.h.
+inline vd exp_d(vd x) { return PF_SLEEF_D(exp)(x); }
+inline vd gelu_d(vd x) { return 0.5 * x * (1.0 + PF_SLEEF_D(erf)(x * 0.70710678118654752)); }
+inline vd gelu_tanh_d(vd x) {
+  const double k = 0.7978845608028654;  // sqrt(2/pi)
+  return 0.5 * x * (1.0 + PF_SLEEF_D(tanh)(k * (x + 0.044715 * x * x * x)));
+}
+
+void unary_f64(UnaryOp op, const double* x, double* y, int64_t n) {
+  switch (op) {
+    case UnaryOp::Sqrt: return map<vd>(x, y, n, [](vd v) { return vd(PF_SQRT_D(v)); });
+    case UnaryOp::Exp: return map<vd>(x, y, n, exp_d);
+    case UnaryOp::Log: return map<vd>(x, y, n, [](vd v) { return vd(PF_SLEEF_D(log)(v)); });
+    case UnaryOp::Sin: return map<vd>(x, y, n, [](vd v) { return vd(PF_SLEEF_D(sin)(v)); });
+    case UnaryOp::Cos: return map<vd>(x, y, n, [](vd v) { return vd(PF_SLEEF_D(cos)(v)); });
+    case UnaryOp::Tanh: return map<vd>(x, y, n, [](vd v) { return vd(PF_SLEEF_D(tanh)(v)); });
+    case UnaryOp::Erf: return map<vd>(x, y, n, [](vd v) { return vd(PF_SLEEF_D(erf)(v)); });
+    case UnaryOp::Sigmoid: return map<vd>(x, y, n, [](vd v) { return 1.0 / (1.0 + exp_d(-v)); });
+    case UnaryOp::Silu: return map<vd>(x, y, n, [](vd v) { return v / (1.0 + exp_d(-v)); });
+    case UnaryOp::Gelu: return map<vd>(x, y, n, gelu_d);
+    case UnaryOp::GeluTanh: return map<vd>(x, y, n, gelu_tanh_d);
+    default: return;
+  }
+}
+
+// Reductions: four independent accumulators hide the add latency.
+template <typename Load>
+double sum4(int64_t n, Load ld, double tail_sum, int64_t& done) {
+  vd a0{}, a1{}, a2{}, a3{};
+  int64_t i = 0;
+  for (; i + 4 * kWd <= n; i += 4 * kWd) {
+    a0 += ld(i);
+    a1 += ld(i + kWd);
+    a2 += ld(i + 2 * kWd);
+    a3 += ld(i + 3 * kWd);
+  }
+  for (; i + kWd <= n; i += kWd) a0 += ld(i);
+  const vd t = (a0 + a1) + (a2 + a3);
+  double s = tail_sum;
+  for (int k = 0; k < kWd; ++k) s += t[k];
+  done = i;
+  return s;
+}
+
+double sum_f32(const float* x, int64_t n) {
+  int64_t i;
+  double s = sum4(n, [x](int64_t j) { return widen(x + j); }, 0.0, i);
+  for (; i < n; ++i) s += x[i];
+  return s;
+}
+
+double sum_f64(const double* x, int64_t n) {
+  int64_t i;
+  double s = sum4(n, [x](int64_t j) { return load<vd>(x + j); }, 0.0, i);
+  for (; i < n; ++i) s += x[i];
+  return s;
+}
+
+double sum_sq_dev_f32(const float* x, int64_t n, double mean) {
+  int64_t i;
+  double s = sum4(n, [x, mean](int64_t j) { const vd d = widen(x + j) - mean; return d * d; }, 0.0, i);
+  for (; i < n; ++i) {
+    const double d = double(x[i]) - mean;
+    s += d * d;
+  }
+  return s;
+}
+
+float max_f32(const float* x, int64_t n) {
+  const float lo = -std::numeric_limits<float>::infinity();
+  vf m0 = vf{} + lo, m1 = m0;
+  vi nan{};
+  int64_t i = 0;
+  for (; i + 2 * kWf <= n; i += 2 * kWf) {
+    const vf u = load<vf>(x + i), v = load<vf>(x + i + kWf);
+    m0 = u > m0 ? u : m0;
+    m1 = v > m1 ? v : m1;
+    nan |= (u != u) | (v != v);
+  }
+  float m = lo;
+  bool any_nan = false;
+  auto keep = [&m, &any_nan](float v) {
+    any_nan |= v != v;
+    m = v > m ? v : m;
+  };
+  for (int k = 0; k < kWf; ++k) {
+    keep(m0[k]);
+    keep(m1[k]);
+    any_nan |= nan[k] != 0;
+  }
+  for (; i < n; ++i) keep(x[i]);
+  return any_nan ? std::numeric_limits<float>::quiet_NaN() : m;
+}
+
+double exp_shift_sum_f32(const float* x, float* y, int64_t n, float shift) {
+  map<vf>(x, y, n, [shift](vf v) { return exp_f(v - shift); });
+  return sum_f32(y, n);
+}
+
+}  // namespace
+
+extern const detail::VecKernels kernels = {
+    PF_VEC_ISA, unary_f32, unary_f64, sum_f32, sum_f64, sum_sq_dev_f32, max_f32, exp_shift_sum_f32,
+};
+
+}  // namespace pyflame::cpu::PF_VEC_NS
