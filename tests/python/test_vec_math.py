@@ -108,3 +108,75 @@ def test_baseline_instruction_set():
     out = subprocess.run([sys.executable, "-c", _BASELINE_CHECK], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "sse2"
+
+
+def _view(x, offset):
+    """A view of x starting `offset` elements into a larger tensor (misaligned)."""
+    pad = np.concatenate([np.zeros(offset, x.dtype), x.reshape(-1)])
+    return pf.tensor(pad)[offset:].reshape(x.shape)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", SIZES + [70001])
+def test_sum_mean_tails(device, n, dtype):
+    x = np.random.uniform(-1, 2, n).astype(dtype)
+    for off in (0, 3):
+        t = _view(x, off)
+        ref = x.astype(np.float64)
+        assert_close(pf.sum(t), np.sum(ref), dtype, rtol=1e-6, atol=1e-6)
+        if n:
+            assert_close(pf.mean(t), np.mean(ref), dtype, rtol=1e-6, atol=1e-6)
+
+
+def test_sum_special_values(device):
+    x = np.random.rand(1030).astype(np.float32)
+    for pos in (0, 517, 1029):  # in a full vector and in the tail
+        for v, want in [(np.nan, np.nan), (np.inf, np.inf), (-np.inf, -np.inf)]:
+            y = x.copy()
+            y[pos] = v
+            got = pf.sum(pf.tensor(y)).item()
+            assert (np.isnan(got) if np.isnan(want) else got == want), (pos, v, got)
+    y = np.full(1027, 3e38, np.float32)  # float partial sums would overflow; the double sum does not
+    y[1::2] = -3e38
+    assert_close(pf.sum(pf.tensor(y)), np.float64(y[0]), "float32", rtol=1e-6)
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+@pytest.mark.parametrize("cols", [1, 7, 9, 1025])
+def test_softmax_rows(device, cols):
+    x = np.random.randn(5, cols).astype(np.float32) * 4
+    t = _view(x, 1)
+    assert_close(pf.softmax(t, -1), _softmax(x.astype(np.float64)), "float32")
+    assert_close(pf.log_softmax(t, -1), np.log(_softmax(x.astype(np.float64))), "float32", atol=1e-5)
+
+
+def test_softmax_special_values(device):
+    x = np.random.randn(4, 1025).astype(np.float32)
+    x[0, 1024] = np.nan  # in the tail: the row is NaN
+    x[1, 3] = np.nan
+    x[2, 5] = -np.inf  # an exact zero, the rest finite
+    x[3, 7] = 1e30  # one value takes all
+    got = pf.softmax(pf.tensor(x), -1).numpy()
+    assert np.isnan(got[0]).all() and np.isnan(got[1]).all()
+    assert got[2, 5] == 0 and np.isfinite(got[2]).all()
+    np.testing.assert_allclose(got[2].sum(), 1, rtol=1e-5)
+    assert got[3, 7] == 1 and (np.delete(got[3], 7) == 0).all()
+
+
+@pytest.mark.parametrize("cols", [1, 7, 9, 1025])
+def test_norm_rows(device, cols):
+    # A mean far from zero: the variance must not lose the spread.
+    x = (100 + np.random.randn(6, cols) * 0.1).astype(np.float32)
+    w = np.random.rand(cols).astype(np.float32) + 0.5
+    b = np.random.randn(cols).astype(np.float32)
+    t = _view(x, 3)
+    xd = x.astype(np.float64)
+    mean, var = xd.mean(-1, keepdims=True), xd.var(-1, keepdims=True)
+    ln = (xd - mean) / np.sqrt(var + 1e-5) * w + b
+    assert_close(pf.layer_norm(t, (cols,), pf.tensor(w), pf.tensor(b), 1e-5), ln, "float32", rtol=1e-3, atol=1e-3)
+    rms = xd / np.sqrt((xd * xd).mean(-1, keepdims=True) + 1e-6) * w
+    assert_close(pf.rms_norm(t, pf.tensor(w), 1e-6), rms, "float32")

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "backend/cpu/kernel_utils.h"
+#include "backend/cpu/vec_math.h"
 #include "backend/elementwise_math.h"
 
 namespace pyflame {
@@ -63,6 +64,13 @@ void reduce_typed(const Tensor& x, Tensor& out, const std::vector<int>& axes) {
         acc = A(E(s[0]));
         i = 1;
         first = false;
+      }
+      if constexpr ((Op == ReduceOp::Sum || Op == ReduceOp::Mean) && std::is_floating_point_v<T>) {
+        // Contiguous float runs: the vector kernel's several accumulators.
+        if (ls[0] == 1) {
+          acc += cpu::sum_array(s + i, n - i);
+          return;
+        }
       }
       for (; i < n; ++i) acc = combine(acc, A(E(s[i * ls[0]])));
     });

@@ -3,7 +3,9 @@
 // width), PF_SLEEF_F(fn) / PF_SLEEF_D(fn) (SLEEF's 1-ulp float and double
 // functions of that width) and PF_SQRT_F / PF_SQRT_D (the sqrt instruction),
 // and is built with -ffp-contract=off: the formulas round every operation,
-// as the scalar formulas in elementwise_formulas.h do.
+// as the scalar formulas in elementwise_formulas.h do. Everything here is
+// file-local and calls no inline library function: the AVX2 build's copy of
+// a shared inline function could otherwise be the one the linker keeps.
 #include <sleef.h>
 
 #include <cstring>
@@ -120,9 +122,37 @@ double sum4(int64_t n, Load ld, double tail_sum, int64_t& done) {
   return s;
 }
 
+// Floats add in float vectors over blocks short enough (each lane adds at
+// most 64 values) to keep float rounding below the result's own, then the
+// block totals in double: twice the rate of widening every value.
 double sum_f32(const float* x, int64_t n) {
-  int64_t i;
-  double s = sum4(n, [x](int64_t j) { return widen(x + j); }, 0.0, i);
+  constexpr int64_t kStep = 4 * kWf, kBlock = 64 * kStep;
+  vd total{};
+  int64_t i = 0;
+  while (n - i >= kStep) {
+    const int64_t left = (n - i) / kStep * kStep;
+    const int64_t start = i, end = i + (left < kBlock ? left : kBlock);
+    vf a0{}, a1{}, a2{}, a3{};
+    for (; i < end; i += kStep) {
+      a0 += load<vf>(x + i);
+      a1 += load<vf>(x + i + kWf);
+      a2 += load<vf>(x + i + 2 * kWf);
+      a3 += load<vf>(x + i + 3 * kWf);
+    }
+    float t[kWf];
+    store(t, (a0 + a1) + (a2 + a3));
+    bool finite = true;
+    for (int k = 0; k < kWf; ++k) finite &= t[k] - t[k] == 0.0f;
+    if (finite) {
+      total += widen(t) + widen(t + kWd);
+    } else {
+      // Inf or NaN: an input one, or float overflow the double sum avoids.
+      int64_t done;
+      total[0] += sum4(end - start, [x, start](int64_t j) { return widen(x + start + j); }, 0.0, done);
+    }
+  }
+  double s = 0.0;
+  for (int k = 0; k < kWd; ++k) s += total[k];
   for (; i < n; ++i) s += x[i];
   return s;
 }
