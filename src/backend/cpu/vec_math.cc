@@ -10,6 +10,7 @@
 #define PF_SLEEF_D(fn) Sleef_##fn##d2_u10sse2
 #define PF_SQRT_F _mm_sqrt_ps
 #define PF_SQRT_D _mm_sqrt_pd
+#define PF_FMA_F(a, b, c) ((a) * (b) + (c))
 #include "backend/cpu/vec_math_impl.h"
 #include "runtime/settings.h"
 

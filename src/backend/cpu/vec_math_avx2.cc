@@ -9,4 +9,5 @@
 #define PF_SLEEF_D(fn) Sleef_##fn##d4_u10avx2
 #define PF_SQRT_F _mm256_sqrt_ps
 #define PF_SQRT_D _mm256_sqrt_pd
+#define PF_FMA_F(a, b, c) vf(_mm256_fmadd_ps(a, b, c))
 #include "backend/cpu/vec_math_impl.h"
