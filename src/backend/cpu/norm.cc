@@ -1,7 +1,7 @@
 // layer_norm, rms_norm and group_norm on the CPU: one row (a sample's
 // normalized dims, or one (sample, group)) at a time, rows spread over the
-// threads. Statistics in double (two passes: mean, then squared deviations);
-// the output pass in float.
+// threads. Statistics in double (two passes: mean, then squared deviations;
+// float32 rows through vec_math.h's vector sums); the output pass in float.
 #include <algorithm>
 #include <cmath>
 

@@ -1,5 +1,6 @@
-// Reductions over any set of axes. Floats accumulate in double, integers
-// in int64; max/min propagate NaN.
+// Reductions over any set of axes. Floats accumulate in double (contiguous
+// float32 runs: float vectors over short blocks, block totals in double; see
+// vec_math.h), integers in int64; max/min propagate NaN.
 #include <algorithm>
 #include <limits>
 
