@@ -2,7 +2,7 @@
 # objects as the static core), the public headers and a CMake package, so that
 #   find_package(PyFlame)  +  target_link_libraries(app PyFlame::pyflame)
 # works against `cmake --install <build> --component cpp --prefix <dir>`.
-# Only the `pyflame::` API is exported (cmake/pyflame.map); OpenMP, OpenBLAS and
+# Only the `pyflame::` API is exported (cmake/pyflame.map); OpenMP, OpenBLAS, SLEEF and
 # the GPU runtime are the library's own dependencies, found by the loader. In a
 # GPU build the public GPU headers (pyflame/backend/rocm/*.h) include the GPU
 # runtime and library headers, so the package config finds those packages.

@@ -6,7 +6,7 @@
 #   PYFLAME_GPU=CUDA|ROCM (default CUDA)   STEPS="build cpp py ..." to choose
 #   PY_TESTS="tests/python/test_x.py ..." narrows the Python step
 # Logs go to $OUT (if set) or build/gpu-logs. Needs no network: Python
-# packages must be installed; OpenBLAS/GoogleTest may come unpacked in .deps/.
+# packages must be installed; OpenBLAS/SLEEF/GoogleTest may come unpacked in .deps/.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
@@ -22,7 +22,7 @@ export PYTHONUNBUFFERED=1
 if [ -x /usr/bin/g++ ]; then export CXX=/usr/bin/g++ CC=/usr/bin/gcc CUDAHOSTCXX=/usr/bin/g++; fi
 
 # Libraries unpacked from Debian packages (when the system lacks them).
-if [ -d .deps ] && ! pkg-config --exists openblas 2>/dev/null; then
+if [ -d .deps ] && ! { pkg-config --exists openblas && pkg-config --exists sleef; } 2>/dev/null; then
   D=$ROOT/.deps/usr/lib/x86_64-linux-gnu
   export CMAKE_PREFIX_PATH=$ROOT/.deps/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
   export LD_LIBRARY_PATH=$D/openblas-pthread:$D${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

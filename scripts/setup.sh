@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 
-APT_PACKAGES=(build-essential cmake ninja-build pkg-config libopenblas-dev libgtest-dev
+APT_PACKAGES=(build-essential cmake ninja-build pkg-config libopenblas-dev libsleef-dev libgtest-dev
               libbenchmark-dev python3-venv python3-dev python3-numpy python3-pytest)
 # PyTorch (CPU) is the tests' oracle and the benchmarks' comparison; matplotlib
 # draws benchmark plots. Both optional: tests that need PyTorch skip without it.

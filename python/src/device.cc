@@ -1,6 +1,7 @@
 // Device management (spec 002): set_device, device_info, rocm_* functions.
 #include <thread>
 
+#include "backend/cpu/vec_math.h"
 #include "common.h"
 #include "pyflame/errors.h"
 #include "pyflame/backend/rocm.h"
@@ -63,6 +64,8 @@ void init_device(nb::module_& m) {
   });
   m.def("gpu_backend_compiled", &r::compiled);
   m.def("gpu_platform", &r::platform);
+  // Which vectorized math the CPU kernels run ("avx2" or "sse2"), for tests.
+  m.def("_cpu_vec_isa", &cpu::vec_isa);
 }
 
 }  // namespace pyflame::py

@@ -1,6 +1,7 @@
 // The elementwise ops by op code, for the CPU and prebuilt GPU kernels: each
 // maps to its one formula in elementwise_formulas.h (which run-time compiled
-// kernels use too). 16-bit floats arrive as float.
+// kernels use too). 16-bit floats arrive as float. The CPU computes the
+// float transcendental ops with backend/cpu/vec_math.h instead.
 #pragma once
 #include <cmath>
 #include <cstdint>

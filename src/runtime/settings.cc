@@ -40,6 +40,14 @@ bool fusion_gpu() {
   return on;
 }
 
+bool cpu_baseline_isa() {
+  static const bool on = [] {
+    const char* v = env("PYFLAME_CPU_ISA");
+    return v && std::string(v) == "sse2";
+  }();
+  return on;
+}
+
 const std::string& cache_dir() {
   static const std::string dir = [] {
     if (const char* d = env("PYFLAME_CACHE_DIR")) return std::string(d);

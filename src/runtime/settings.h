@@ -9,6 +9,8 @@
 //                          fusion left on
 //   PYFLAME_CACHE_DIR=dir  where compiled kernels are kept; default
 //                          $XDG_CACHE_HOME/pyflame, else ~/.cache/pyflame
+//   PYFLAME_CPU_ISA=sse2   the CPU's vectorized math in its baseline (SSE2)
+//                          build even where AVX2 is there (backend/cpu/vec_math.h)
 #pragma once
 #include <string>
 
@@ -18,6 +20,7 @@ bool allow_tf32();
 bool gpu_poison();
 bool fusion();
 bool fusion_gpu();
+bool cpu_baseline_isa();
 // Empty when no directory can be named (no HOME): the disk cache is then off.
 const std::string& cache_dir();
 

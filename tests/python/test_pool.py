@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 
 import pyflame as pf
-from conftest import assert_close, make_tensor, random_array
+from conftest import assert_close, make_tensor, random_array, rounded
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-TOL = {"float32": (1e-5, 1e-6), "float16": (1e-3, 1e-3), "bfloat16": (1e-2, 1e-2)}
+TOL = {"float32": (1e-5, 1e-6), "float16": (1e-3, 1e-3), "bfloat16": (1e-2, 1e-2), "float64": (1e-12, 0)}
 
 
 def _check(fn, x, *args, dtype="float32", device=None, **kw):
@@ -103,6 +103,22 @@ def test_max_pool_nan_and_inf(device):
     x[0, 1, 0, 0] = -np.inf
     for args in ((2,), (3, 2, 1), (3, 1, 1, 2, True)):
         _check("max_pool2d", x, *args, device=device)
+
+
+@pytest.mark.parametrize("kernel,stride,padding,dilation", [(2, 2, 0, 1), (3, 2, 1, 1), (5, 3, 2, 2), (3, 1, 0, 1)])
+def test_max_pool_long_rows(device, kernel, stride, padding, dilation):
+    # Rows longer than the CPU's output chunk, widths not a multiple of it,
+    # NaN and infinities inside and at the edges of the interior windows.
+    x = random_array((2, 3, 7, 301), "float32")
+    x[0, 0, 3, 150] = np.nan
+    x[0, 1, 2, 0] = np.nan
+    x[1, 2, 5, 300] = np.inf
+    x[1, 0, 4, 77] = -np.inf
+    _check("max_pool2d", x, kernel, stride, padding, dilation, device=device)
+    _check("max_pool2d", x[:, :, 1:, 3:], kernel, stride, padding, dilation, device=device)  # offset start
+    _check("max_pool1d", x[0], kernel, stride, padding, dilation, device=device)
+    for dtype in ("float64", "float16"):
+        _check("max_pool2d", rounded(x, dtype), kernel, stride, padding, dilation, dtype=dtype, device=device)
 
 
 def test_pool_unbatched_and_non_contiguous(device):

@@ -1,6 +1,9 @@
 // Elementwise kernels: unary, binary (arithmetic and comparison), where,
 // astype. Inputs arrive broadcast to the output shape with any strides.
+#include <algorithm>
+
 #include "backend/cpu/elementwise_ops.h"
+#include "backend/cpu/vec_math.h"
 #include "backend/elementwise_math.h"
 
 namespace pyflame {
@@ -9,8 +12,36 @@ using cpu::acc_t;
 
 namespace {
 
+// Ops with an array kernel (vec_math.h): contiguous float and double runs
+// go straight through it, strided runs and 16-bit floats through a block in
+// the arithmetic type.
+template <UnaryOp Op, typename T>
+void unary_vec_typed(const Tensor& x, Tensor& out) {
+  using A = acc_t<T>;
+  constexpr int64_t kChunk = 256;
+  T* o = out.data<T>();
+  const T* p = x.data<T>();
+  cpu::elementwise_runs<2>(out, {&x}, [&](auto off, int64_t n, auto ls) {
+    T* d = o + off[0];
+    const T* s = p + off[1];
+    if constexpr (std::is_same_v<T, A>) {
+      if (ls[1] == 1) return cpu::unary_array(Op, s, d, n);
+    }
+    A buf[kChunk];
+    for (int64_t b = 0; b < n; b += kChunk) {
+      const int64_t m = std::min(kChunk, n - b);
+      for (int64_t i = 0; i < m; ++i) buf[i] = A(s[(b + i) * ls[1]]);
+      cpu::unary_array(Op, buf, buf, m);
+      for (int64_t i = 0; i < m; ++i) d[b + i] = T(buf[i]);
+    }
+  });
+}
+
 template <UnaryOp Op, typename T>
 void unary_typed(const Tensor& x, Tensor& out) {
+  if constexpr (cpu::vec_unary(Op) && std::is_floating_point_v<acc_t<T>>) {
+    return unary_vec_typed<Op, T>(x, out);
+  }
   T* o = out.data<T>();
   const T* p = x.data<T>();
   cpu::elementwise_runs<2>(out, {&x}, [&](auto off, int64_t n, auto ls) {

@@ -8,6 +8,7 @@
 
 #include "backend/cpu/elementwise_ops.h"
 #include "backend/cpu/reduce.h"
+#include "backend/cpu/vec_math.h"
 #include "backend/elementwise_math.h"
 #include "ir/fused.h"
 
@@ -36,7 +37,15 @@ template <UnaryOp Op, typename T>
 void unary_block(const Val& x, acc_t<T>* o, int64_t n) {
   const acc_t<T>* p = at<T>(x);
   if (x.stride == 0) n = 1;
-  for (int64_t i = 0; i < n; ++i) o[i] = acc_t<T>(T(unary_apply<Op>(p[i])));
+  if constexpr (cpu::vec_unary(Op) && std::is_floating_point_v<acc_t<T>>) {
+    // The unfused kernel's array kernel, then its rounding to T.
+    cpu::unary_array(Op, p, o, n);
+    if constexpr (cpu::is_half_v<T>) {
+      for (int64_t i = 0; i < n; ++i) o[i] = acc_t<T>(T(o[i]));
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) o[i] = acc_t<T>(T(unary_apply<Op>(p[i])));
+  }
 }
 
 template <BinaryOp Op, typename T>

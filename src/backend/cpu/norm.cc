@@ -1,11 +1,12 @@
 // layer_norm, rms_norm and group_norm on the CPU: one row (a sample's
 // normalized dims, or one (sample, group)) at a time, rows spread over the
-// threads. Statistics in double (two passes: mean, then squared deviations);
-// the output pass in float.
+// threads. Statistics in double (two passes: mean, then squared deviations;
+// float32 rows through vec_math.h's vector sums); the output pass in float.
 #include <algorithm>
 #include <cmath>
 
 #include "backend/cpu/kernel_utils.h"
+#include "backend/cpu/vec_math.h"
 #include "ir/primitives.h"
 
 namespace pyflame {
@@ -29,7 +30,11 @@ void norm_rows(const T* x, T* y, int64_t rows, int64_t cols, double eps, const A
       const T* xr = x + r * cols;
       T* yr = y + r * cols;
       double mean = 0.0, ms = 0.0;
-      if constexpr (K == Kind::RMS) {
+      if constexpr (std::is_same_v<T, float>) {
+        // The vector kernels' several accumulators (same sums, other order).
+        if constexpr (K != Kind::RMS) mean = cpu::sum_array(xr, cols) / double(cols);
+        ms = cpu::sum_sq_dev_array(xr, cols, mean) / double(cols);
+      } else if constexpr (K == Kind::RMS) {
         for (int64_t j = 0; j < cols; ++j) {
           const double v = float(xr[j]);
           ms += v * v;

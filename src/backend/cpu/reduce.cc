@@ -1,10 +1,12 @@
-// Reductions over any set of axes. Floats accumulate in double, integers
-// in int64; max/min propagate NaN.
+// Reductions over any set of axes. Floats accumulate in double (contiguous
+// float32 runs: float vectors over short blocks, block totals in double; see
+// vec_math.h), integers in int64; max/min propagate NaN.
 #include <algorithm>
 #include <limits>
 
 #include "backend/cpu/reduce.h"
 #include "backend/cpu/kernel_utils.h"
+#include "backend/cpu/vec_math.h"
 #include "backend/elementwise_math.h"
 
 namespace pyflame {
@@ -104,6 +106,19 @@ void reduce_typed(const Reader& reader, const Shape& shape, const Strides& strid
         acc = A(E(s[0]));
         i = 1;
         first = false;
+      }
+      if constexpr ((Op == ReduceOp::Sum || Op == ReduceOp::Mean) && std::is_floating_point_v<T>) {
+        // Contiguous float runs: the vector kernel's several accumulators,
+        // in blocks at fixed offsets from the run's start, so a fused
+        // prologue's blocks (reduce.h) add up in the same order.
+        if (stride == 1) {
+          for (int64_t c = i; c < n;) {
+            const int64_t stop = std::min(n, (c / cpu::kSourceBlock + 1) * cpu::kSourceBlock);
+            acc += cpu::sum_array(s + c, stop - c);
+            c = stop;
+          }
+          return;
+        }
       }
       for (; i < n; ++i) acc = combine(acc, A(E(s[i * stride])));
     });

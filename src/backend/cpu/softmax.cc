@@ -3,11 +3,27 @@
 #include <cmath>
 
 #include "backend/cpu/kernel_utils.h"
+#include "backend/cpu/vec_math.h"
 #include "ir/primitives.h"
 
 namespace pyflame {
 
 namespace {
+
+// A float row with the vector kernels: the max, then exp(x - max) written
+// to the output with its sum, then the scaling (or the log form).
+void softmax_row(const float* s, float* d, int64_t cols, bool log) {
+  const float mx = cpu::max_array(s, cols);  // NaN anywhere makes the row NaN, as below
+  const double sum = cpu::exp_shift_sum_array(s, d, cols, mx);
+  if (log) {
+    const float log_sum = static_cast<float>(std::log(sum));
+    for (int64_t i = 0; i < cols; ++i) d[i] = (s[i] - mx) - log_sum;
+  } else {
+    const float inv = static_cast<float>(1.0 / sum);
+    for (int64_t i = 0; i < cols; ++i) d[i] *= inv;
+  }
+}
+
 template <typename T>
 void softmax_typed(const Tensor& x, Tensor& out, bool log) {
   using F = cpu::acc_float_t<T>;  // float64 stays double
@@ -19,6 +35,10 @@ void softmax_typed(const Tensor& x, Tensor& out, bool log) {
     for (int64_t r = b; r < e; ++r) {
       const T* s = p + r * cols;
       T* d = o + r * cols;
+      if constexpr (std::is_same_v<T, float>) {
+        softmax_row(s, d, cols, log);
+        continue;
+      }
       F mx = -INFINITY;
       for (int64_t i = 0; i < cols; ++i) mx = std::fmax(mx, F(s[i]));
       if (std::isnan(F(s[0])) || mx != mx) mx = NAN;
