@@ -321,28 +321,34 @@ TEST_F(Gpu, MultiStreamPoolsChecksAndCounts) {
   eval({ig, ib});
   std::vector<Tensor> shared(8);
   std::vector<int> wrong(8, 0), raised(8, 0);
+  std::vector<std::string> error(8);
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
-      for (int k = 0; k < 50; ++k) {
-        Tensor y = add(mul(embedding(ig, w), scalar(2.0, Dtype::Float32)), scalar(double(k), Dtype::Float32));
-        std::vector<float> h(4);
-        y.copy_to_host(h.data());
-        wrong[t] += h != std::vector<float>{8.f + k, 10.f + k, 0.f + k, 2.f + k};
-        if (k % 10 == 0) {
-          try {
-            add(embedding(ib, w), sum(w)).eval();
-          } catch (const IndexError& e) {
-            raised[t] += std::string(e.what()).rfind("[embedding] index 7 is out of range", 0) == 0;
+      try {
+        for (int k = 0; k < 50; ++k) {
+          Tensor y = add(mul(embedding(ig, w), scalar(2.0, Dtype::Float32)), scalar(double(k), Dtype::Float32));
+          std::vector<float> h(4);
+          y.copy_to_host(h.data());
+          wrong[t] += h != std::vector<float>{8.f + k, 10.f + k, 0.f + k, 2.f + k};
+          if (k % 10 == 0) {
+            try {
+              add(embedding(ib, w), sum(w)).eval();
+            } catch (const IndexError& e) {
+              raised[t] += std::string(e.what()).rfind("[embedding] index 7 is out of range", 0) == 0;
+            }
           }
+          shared[t] = y;  // the last one is freed by the main thread, off its stream
         }
-        shared[t] = y;  // the last one is freed by the main thread, off its stream
+      } catch (const std::exception& e) {
+        error[t] = e.what();
       }
     });
   }
   for (auto& th : threads) th.join();
   backend::rocm::set_multi_stream(false);
   for (int t = 0; t < 8; ++t) {
+    EXPECT_EQ(error[t], "") << "thread " << t;
     EXPECT_EQ(wrong[t], 0) << "thread " << t;
     EXPECT_EQ(raised[t], 5) << "thread " << t;
   }
