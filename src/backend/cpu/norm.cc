@@ -63,6 +63,10 @@ void norm_rows(const T* x, T* y, int64_t rows, int64_t cols, double eps, const A
         }
       } else {
         const float m = float(mean), rs = float(rstd);
+        if constexpr (std::is_same_v<T, float>) {
+          cpu::norm_row_array(xr, yr, cols, m, rs, a.w, a.b);
+          continue;
+        }
         for (int64_t j = 0; j < cols; ++j) {
           float v = (float(xr[j]) - m) * rs;
           if (a.w) v *= a.w[j];

@@ -43,6 +43,10 @@ float max_array(const float* x, int64_t n) { return K().max_f32(x, n); }
 double exp_shift_sum_array(const float* x, float* y, int64_t n, float shift) {
   return K().exp_shift_sum_f32(x, y, n, shift);
 }
+void norm_row_array(const float* x, float* y, int64_t n, float mean, float rstd, const float* w,
+                    const float* b) {
+  K().norm_row_f32(x, y, n, mean, rstd, w, b);
+}
 const char* vec_isa() { return K().isa; }
 
 }  // namespace pyflame::cpu

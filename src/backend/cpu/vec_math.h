@@ -47,6 +47,11 @@ float max_array(const float* x, int64_t n);
 // sum of the y[i] in double: a softmax row's numerators and denominator.
 double exp_shift_sum_array(const float* x, float* y, int64_t n, float shift);
 
+// y[i] = (x[i] - mean) * rstd, times w[i] and plus b[i] where given (null
+// otherwise): a normalized row, rounded step by step.
+void norm_row_array(const float* x, float* y, int64_t n, float mean, float rstd, const float* w,
+                    const float* b);
+
 // The instruction set the array kernels run with ("avx2" or "sse2");
 // PYFLAME_CPU_ISA=sse2 (runtime/settings.h) forces the baseline.
 const char* vec_isa();
@@ -62,6 +67,7 @@ struct VecKernels {
   double (*sum_sq_dev_f32)(const float*, int64_t, double);
   float (*max_f32)(const float*, int64_t);
   double (*exp_shift_sum_f32)(const float*, float*, int64_t, float);
+  void (*norm_row_f32)(const float*, float*, int64_t, float, float, const float*, const float*);
 };
 }  // namespace detail
 

@@ -286,10 +286,33 @@ double exp_shift_sum_f32(const float* x, float* y, int64_t n, float shift) {
   return sum_f32(y, n);
 }
 
+template <bool W, bool B>
+void norm_row(const float* x, float* y, int64_t n, float mean, float rstd, const float* w, const float* b) {
+  auto f = [=](auto v, int64_t i, auto ld) {
+    v = (v - mean) * rstd;
+    if constexpr (W) v *= ld(w + i);
+    if constexpr (B) v += ld(b + i);
+    return v;
+  };
+  int64_t i = 0;
+  for (; i + kWf <= n; i += kWf) {
+    store(y + i, f(load<vf>(x + i), i, [](const float* p) { return load<vf>(p); }));
+  }
+  for (; i < n; ++i) y[i] = f(x[i], i, [](const float* p) { return *p; });
+}
+
+void norm_row_f32(const float* x, float* y, int64_t n, float mean, float rstd, const float* w, const float* b) {
+  if (w && b) norm_row<true, true>(x, y, n, mean, rstd, w, b);
+  else if (w) norm_row<true, false>(x, y, n, mean, rstd, w, b);
+  else if (b) norm_row<false, true>(x, y, n, mean, rstd, w, b);
+  else norm_row<false, false>(x, y, n, mean, rstd, w, b);
+}
+
 }  // namespace
 
 extern const detail::VecKernels kernels = {
     PF_VEC_ISA, unary_f32, unary_f64, sum_f32, sum_f64, sum_sq_dev_f32, max_f32, exp_shift_sum_f32,
+    norm_row_f32,
 };
 
 }  // namespace pyflame::cpu::PF_VEC_NS
