@@ -167,8 +167,6 @@ def test_random_graphs_with_values_held_outside(device, dtype, seed):
     # Interior values also held outside: stored by the region (multi-output),
     # whether they are evaluated with it or later.
     shape = [(5, 7), (3, 4, 33), (1000,), (2, 1, 6)][seed]
-    if device != "cpu" and dtype == "float64":
-        pytest.skip("float64 stays unfused on the GPU")
     build = random_graph(1000 * seed + 77 + EVERY_DTYPE.index(dtype), dtype, shape, device, n_ops=10, held=3)
     both_ways(build)
     both_ways(build, first=1)
@@ -338,8 +336,6 @@ def _anchors(device, dtype, shape, axis):
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "int32", "int64", "uint8"])
 @pytest.mark.parametrize("op", ["sum", "mean", "max", "min"])
 def test_reduction_prologue_fused_equals_unfused(device, dtype, op):
-    if device != "cpu" and dtype == "float64":
-        pytest.skip("float64 stays unfused on the GPU")
     rng = np.random.default_rng(abs(hash((dtype, op))) % 1000)
     for k, (shape, axis) in enumerate(REDUCE_CASES):
         if op in ("max", "min") and 0 in shape:
