@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the generated GPU source of a representative set of fused regions
-(every dtype, broadcast / strided / scalar loads, comparisons, where, casts,
+(every dtype the GPU fuses, broadcast / strided / scalar loads, comparisons, where, casts,
 the MLP epilogues, an Adam-like update storing several outputs, reductions with
 an elementwise prologue) to OUTDIR/<kernel>.hip, for the
 AMD and NVIDIA compile checks: run-time compiled kernels are then compiled
@@ -37,6 +37,18 @@ def graphs():
         i = pf.tensor(rng.integers(-9, 9, (16, 8)).astype(np.int64 if dt == "int64" else np.int32))
         out.append((f"int_ops_{dt}", [pf.relu(pf.abs(-(i * i + 3) - i) * 2 + pf.maximum(i, i - 1))]))
         out.append((f"int_casts_{dt}", [(i.astype("float32") * 0.5).astype(dt) + i]))
+    d, e = t((32, 16), "float64"), t((16,), "float64")
+    u = d
+    for name in ("neg", "abs", "sqrt", "exp", "log", "sin", "cos", "tanh", "relu", "sigmoid", "silu", "erf"):
+        u = getattr(pf, name)(u)
+    out.append(("every_unary_float64", [u + pf.gelu(d) * pf.gelu(d, approximate="tanh")]))
+    out.append(("float64_binary_casts", [pf.where(d > e, d ** e, pf.maximum(d, e) / (d - 0.5)),
+                                         (d * 300.0).astype("int8"), d.astype("float16") * 2, d != 0]))
+    for dt in ("int8", "int16", "uint8"):
+        i = pf.tensor(rng.integers(-9, 9, (16, 8)).astype(np.int64)).astype(dt)
+        f = t((16, 8)) * 100.0
+        out.append((f"small_int_ops_{dt}", [pf.maximum(-(i * i + 3) - i, pf.abs(i) * 2) + pf.relu(i)]))
+        out.append((f"small_int_casts_{dt}", [f.astype(dt) + (i.astype("float16") * 0.5).astype(dt), i > 2]))
     c = t((16, 8)) > 0
     out.append(("bool_ops", [pf.where(c, 1.0, t((16, 8))).astype("bool") + c]))
     out.append(("clamp_cast_f16", [pf.clamp(t((8, 8)), -1, 1).astype("float16") * 3]))

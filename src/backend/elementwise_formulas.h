@@ -31,10 +31,16 @@ namespace formulas {
 __device__ inline float fadd(float a, float b) { return __fadd_rn(a, b); }
 __device__ inline float fsub(float a, float b) { return __fsub_rn(a, b); }
 __device__ inline float fmul(float a, float b) { return __fmul_rn(a, b); }
+__device__ inline double dadd(double a, double b) { return __dadd_rn(a, b); }
+__device__ inline double dsub(double a, double b) { return __dsub_rn(a, b); }
+__device__ inline double dmul(double a, double b) { return __dmul_rn(a, b); }
 #else
 PF_HD inline float fadd(float a, float b) { return a + b; }
 PF_HD inline float fsub(float a, float b) { return a - b; }
 PF_HD inline float fmul(float a, float b) { return a * b; }
+PF_HD inline double dadd(double a, double b) { return a + b; }
+PF_HD inline double dsub(double a, double b) { return a - b; }
+PF_HD inline double dmul(double a, double b) { return a * b; }
 #endif
 
 // The unsigned twin of an integer type (floats and bool map to themselves).
@@ -122,9 +128,34 @@ template <typename T> PF_HD inline T mul(T a, T b) {
 PF_HD inline float add(float a, float b) { return fadd(a, b); }
 PF_HD inline float sub(float a, float b) { return fsub(a, b); }
 PF_HD inline float mul(float a, float b) { return fmul(a, b); }
+PF_HD inline double add(double a, double b) { return dadd(a, b); }
+PF_HD inline double sub(double a, double b) { return dsub(a, b); }
+PF_HD inline double mul(double a, double b) { return dmul(a, b); }
 template <typename T> PF_HD inline T div(T a, T b) { return T(a / b); }
 PF_HD inline float pow(float a, float b) { return powf(a, b); }
+PF_HD inline double pow(double a, double b) { return ::pow(a, b); }
 template <typename T> PF_HD inline T pow(T a, T b) { return int_pow(a, b); }
+
+// float64 computes in double precision (the float formulas would round
+// through float), without contraction either. The math library's double
+// functions come from <cmath> on the host and are built in on the devices.
+PF_HD inline double sqrt_f64(double x) { return ::sqrt(x); }
+PF_HD inline double exp_f64(double x) { return ::exp(x); }
+PF_HD inline double log_f64(double x) { return ::log(x); }
+PF_HD inline double sin_f64(double x) { return ::sin(x); }
+PF_HD inline double cos_f64(double x) { return ::cos(x); }
+PF_HD inline double tanh_f64(double x) { return ::tanh(x); }
+PF_HD inline double erf_f64(double x) { return ::erf(x); }
+PF_HD inline double sigmoid_f64(double x) { return 1.0 / dadd(1.0, ::exp(-x)); }
+PF_HD inline double silu_f64(double x) { return x / dadd(1.0, ::exp(-x)); }
+PF_HD inline double gelu_f64(double x) {
+  return dmul(dmul(0.5, x), dadd(1.0, ::erf(dmul(x, 0.70710678118654752))));
+}
+PF_HD inline double gelu_tanh_f64(double x) {
+  const double k = 0.7978845608028654;  // sqrt(2/pi)
+  const double cube = dmul(dmul(dmul(0.044715, x), x), x);
+  return dmul(dmul(0.5, x), dadd(1.0, ::tanh(dmul(k, dadd(x, cube)))));
+}
 
 }  // namespace formulas
 }  // namespace pyflame

@@ -27,26 +27,22 @@ constexpr bool is_signed_int_v = std::is_integral_v<T> && std::is_signed_v<T>;
 template <typename T>
 using wrap_t = std::conditional_t<is_signed_int_v<T>, std::make_unsigned_t<std::conditional_t<is_signed_int_v<T>, T, int>>, T>;
 
-// float64 computes in double precision (the float formulas below would round
-// through float); global names, since pyflame:: has tensor ops of the same names.
+// float64 computes in double precision (formulas::*_f64).
 template <UnaryOp Op>
 PF_HD inline double unary_apply_f64(double x) {
-  if constexpr (Op == UnaryOp::Sqrt) return ::sqrt(x);
-  else if constexpr (Op == UnaryOp::Exp) return ::exp(x);
-  else if constexpr (Op == UnaryOp::Log) return ::log(x);
-  else if constexpr (Op == UnaryOp::Sin) return ::sin(x);
-  else if constexpr (Op == UnaryOp::Cos) return ::cos(x);
-  else if constexpr (Op == UnaryOp::Tanh) return ::tanh(x);
-  else if constexpr (Op == UnaryOp::Sigmoid) return 1.0 / (1.0 + ::exp(-x));
-  else if constexpr (Op == UnaryOp::Silu) return x / (1.0 + ::exp(-x));
-  else if constexpr (Op == UnaryOp::Gelu) return 0.5 * x * (1.0 + ::erf(x * 0.70710678118654752));
-  else if constexpr (Op == UnaryOp::Erf) return ::erf(x);
-  else if constexpr (Op == UnaryOp::GeluTanh) {
-    const double k = 0.7978845608028654;  // sqrt(2/pi)
-    return 0.5 * x * (1.0 + ::tanh(k * (x + 0.044715 * x * x * x)));
-  }
+  namespace f = formulas;
+  if constexpr (Op == UnaryOp::Sqrt) return f::sqrt_f64(x);
+  else if constexpr (Op == UnaryOp::Exp) return f::exp_f64(x);
+  else if constexpr (Op == UnaryOp::Log) return f::log_f64(x);
+  else if constexpr (Op == UnaryOp::Sin) return f::sin_f64(x);
+  else if constexpr (Op == UnaryOp::Cos) return f::cos_f64(x);
+  else if constexpr (Op == UnaryOp::Tanh) return f::tanh_f64(x);
+  else if constexpr (Op == UnaryOp::Sigmoid) return f::sigmoid_f64(x);
+  else if constexpr (Op == UnaryOp::Silu) return f::silu_f64(x);
+  else if constexpr (Op == UnaryOp::Gelu) return f::gelu_f64(x);
+  else if constexpr (Op == UnaryOp::Erf) return f::erf_f64(x);
+  else if constexpr (Op == UnaryOp::GeluTanh) return f::gelu_tanh_f64(x);
 }
-
 template <UnaryOp Op, typename T>
 PF_HD inline T unary_apply(T x) {
   namespace f = formulas;
@@ -81,7 +77,7 @@ PF_HD inline auto binary_apply(T a, T b) {
   else if constexpr (Op == BinaryOp::Mul) return f::mul(a, b);
   else if constexpr (Op == BinaryOp::Div) return f::div(a, b);
   else if constexpr (Op == BinaryOp::Pow) {
-    if constexpr (std::is_same_v<T, double>) return ::pow(a, b);
+    if constexpr (std::is_same_v<T, double>) return f::pow(a, b);
     else if constexpr (std::is_floating_point_v<T>) return T(f::pow(float(a), float(b)));
     else return f::pow(a, b);
   }

@@ -167,8 +167,6 @@ def test_random_graphs_with_values_held_outside(device, dtype, seed):
     # Interior values also held outside: stored by the region (multi-output),
     # whether they are evaluated with it or later.
     shape = [(5, 7), (3, 4, 33), (1000,), (2, 1, 6)][seed]
-    if device != "cpu" and dtype in NEW_DTYPES:
-        pytest.skip("the GPU code generator does not take this dtype")
     build = random_graph(1000 * seed + 77 + EVERY_DTYPE.index(dtype), dtype, shape, device, n_ops=10, held=3)
     both_ways(build)
     both_ways(build, first=1)
@@ -338,8 +336,6 @@ def _anchors(device, dtype, shape, axis):
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "int32", "int64", "uint8"])
 @pytest.mark.parametrize("op", ["sum", "mean", "max", "min"])
 def test_reduction_prologue_fused_equals_unfused(device, dtype, op):
-    if device != "cpu" and dtype in NEW_DTYPES:
-        pytest.skip("the GPU code generator does not take this dtype")
     rng = np.random.default_rng(abs(hash((dtype, op))) % 1000)
     for k, (shape, axis) in enumerate(REDUCE_CASES):
         if op in ("max", "min") and 0 in shape:
@@ -374,7 +370,7 @@ def test_reduction_input_held_outside_is_written(device, fusion_on):
     s = sq.sum(axis=1)
     plan = pf.explain(s)
     assert "fused[" not in plan, plan
-    np.testing.assert_allclose(s.numpy(), (x.numpy() ** 2).sum(axis=1), rtol=1e-6)
+    np.testing.assert_allclose(s.numpy(), (x.numpy() ** 2).sum(axis=1), rtol=1e-5)
     np.testing.assert_array_equal(sq.numpy(), x.numpy() * x.numpy())
 
 
@@ -611,16 +607,17 @@ def test_conv_bn_relu_folds_in_inference(device, fusion_on, nd, groups, bias):
     model.load_state_dict({k: v.numpy() for k, v in ref_model.state_dict().items()})
     model.to(device).eval()
     xt = pf.tensor(x, device=device)
+    tol = 1e-5 if device == "cpu" else 1e-4  # a GPU convolution sums in another order
     with pf.no_grad():
         y = model(xt)
         plan = pf.explain(y)
         # Folded: no batch norm, the bias add and relu one region after the convolution.
         assert "batch_norm" not in plan and "conv" in plan and "relu(add(x0, x1))" in plan, plan
-        np.testing.assert_allclose(y.numpy(), ref, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(y.numpy(), ref, rtol=tol, atol=tol)
         pf.set_fusion(False)  # unfolded: the batch norm kernel, the same values up to rounding
         y2 = model(xt)
         assert "batch_norm" in pf.explain(y2)
-        np.testing.assert_allclose(y2.numpy(), ref, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(y2.numpy(), ref, rtol=tol, atol=tol)
     pf.set_fusion(True)
     # Recording gradients: the graph keeps its batch norm (autograd sees the values it expects).
     y3 = model(xt)

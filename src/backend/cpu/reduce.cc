@@ -27,43 +27,80 @@ using reduce_out_t = std::conditional_t<
     std::conditional_t<Op == ReduceOp::Sum || Op == ReduceOp::Prod, int64_t,
                        std::conditional_t<Op == ReduceOp::Mean, float, T>>>;
 
-// Where a reduction reads its input. Both readers call f(values, n, stride)
-// per run, in the same order, so the accumulation order is the reader's
-// choice of nothing: a fused prologue gives the same bits as its input in
-// memory.
+// Where a reduction reads its input. Both readers fold the same values in
+// the same order, so a fused prologue gives the same bits as its input in
+// memory. `fold` combines reduced elements [b, e) of output w (whose kept-axes
+// offset is `base`) into acc, starting from the first element when `first`;
+// `row` calls f(values, n) over columns [b, e) of row r of a row-major input.
+// With Vec (float sums), contiguous values go through cpu::sum_array in
+// pieces at kSourceBlock offsets from b in both readers.
 template <typename T>
 struct TensorReader {  // an input in memory, any strides
   const T* p;
   cpu::Layout<1> inner;
-  // Reduced elements [b, e) of output w, whose kept-axes offset is `base`.
-  template <typename F>
-  void reduced(int64_t, int64_t base, int64_t b, int64_t e, F&& f) const {
-    cpu::for_each_run<1>(inner, b, e, [&](auto off, int64_t n, auto ls) { f(p + base + off[0], n, ls[0]); });
+  template <typename A, typename E, bool Vec, typename C>
+  A fold(int64_t, int64_t base, int64_t b, int64_t e, bool first, A acc, C combine) const {
+    cpu::for_each_run<1>(inner, b, e, [&](auto off, int64_t n, auto ls) {
+      const T* s = p + base + off[0];
+      int64_t i = 0;
+      if (first) {
+        acc = A(E(s[0]));
+        i = 1;
+        first = false;
+      }
+      if constexpr (Vec) {
+        if (ls[0] == 1) {  // in kSourceBlock pieces, as a source delivers them
+          for (int64_t stop; i < n; i = stop) {
+            stop = std::min(n, (i / cpu::kSourceBlock + 1) * cpu::kSourceBlock);
+            acc += cpu::sum_array(s + i, stop - i);
+          }
+          return;
+        }
+      }
+      for (; i < n; ++i) acc = combine(acc, A(E(s[i * ls[0]])));
+    });
+    return acc;
   }
-  // Columns [b, e) of row r of a row-major input with `cols` columns.
   template <typename F>
   void row(int64_t r, int64_t cols, int64_t b, int64_t e, F&& f) const {
-    f(p + r * cols + b, e - b, int64_t(1));
+    f(p + r * cols + b, e - b);
   }
 };
+
+// One block folded into acc: a function of its own, so that acc lives in a
+// register (the caller keeps it across the source's calls, which would park
+// it on the stack through the whole loop).
+template <typename A, typename E, typename T, typename C>
+[[gnu::noinline]] A fold_block(A acc, const T* s, int64_t n, C combine) {
+  for (int64_t i = 0; i < n; ++i) acc = combine(acc, A(E(s[i])));
+  return acc;
+}
 
 template <typename T>
 struct SourceReader {  // values of a row-major input computed block by block
   const cpu::ReduceSource& src;
   int64_t n_in;
-  template <typename F>
-  void reduced(int64_t w, int64_t, int64_t b, int64_t e, F&& f) const {
-    blocks(w * n_in + b, e - b, f);
+  template <typename A, typename E, bool Vec, typename C>
+  A fold(int64_t w, int64_t, int64_t b, int64_t e, bool first, A acc, C combine) const {
+    for (int64_t at = w * n_in + b, end = w * n_in + e; at < end; at += cpu::kSourceBlock) {
+      const int64_t n = std::min(cpu::kSourceBlock, end - at);
+      const T* s = static_cast<const T*>(src(at, n));
+      int64_t i = 0;
+      if (first) {
+        acc = A(E(s[0]));
+        i = 1;
+        first = false;
+      }
+      if constexpr (Vec) acc += cpu::sum_array(s + i, n - i);
+      else acc = fold_block<A, E>(acc, s + i, n - i, combine);
+    }
+    return acc;
   }
   template <typename F>
   void row(int64_t r, int64_t cols, int64_t b, int64_t e, F&& f) const {
-    blocks(r * cols + b, e - b, f);
-  }
-  template <typename F>
-  void blocks(int64_t start, int64_t n, F& f) const {
-    for (int64_t c = 0; c < n; c += cpu::kSourceBlock) {
-      const int64_t len = std::min(cpu::kSourceBlock, n - c);
-      f(static_cast<const T*>(src(start + c, len)), len, int64_t(1));
+    for (int64_t at = r * cols + b, end = r * cols + e; at < end; at += cpu::kSourceBlock) {
+      const int64_t n = std::min(cpu::kSourceBlock, end - at);
+      f(static_cast<const T*>(src(at, n)), n);
     }
   }
 };
@@ -100,29 +137,9 @@ void reduce_typed(const Reader& reader, const Shape& shape, const Strides& strid
   };
   // Reduces inner elements [b, e) of output w (kept-axes offset `base`).
   auto reduce_range = [&](int64_t w, int64_t base, int64_t b, int64_t e, bool first, A acc) {
-    reader.reduced(w, base, b, e, [&](const T* s, int64_t n, int64_t stride) {
-      int64_t i = 0;
-      if (first) {
-        acc = A(E(s[0]));
-        i = 1;
-        first = false;
-      }
-      if constexpr ((Op == ReduceOp::Sum || Op == ReduceOp::Mean) && std::is_floating_point_v<T>) {
-        // Contiguous float runs: the vector kernel's several accumulators,
-        // in blocks at fixed offsets from the run's start, so a fused
-        // prologue's blocks (reduce.h) add up in the same order.
-        if (stride == 1) {
-          for (int64_t c = i; c < n;) {
-            const int64_t stop = std::min(n, (c / cpu::kSourceBlock + 1) * cpu::kSourceBlock);
-            acc += cpu::sum_array(s + c, stop - c);
-            c = stop;
-          }
-          return;
-        }
-      }
-      for (; i < n; ++i) acc = combine(acc, A(E(s[i * stride])));
-    });
-    return acc;
+    // Contiguous float sums and means: the vector kernel's accumulators.
+    constexpr bool vec = (Op == ReduceOp::Sum || Op == ReduceOp::Mean) && std::is_floating_point_v<T>;
+    return reader.template fold<A, E, vec>(w, base, b, e, first, acc, combine);
   };
   auto finish = [&](A acc) -> R {
     if constexpr (Op == ReduceOp::Mean) return R(static_cast<cpu::acc_t<R>>(acc / static_cast<double>(n_in)));
@@ -138,7 +155,7 @@ void reduce_typed(const Reader& reader, const Shape& shape, const Strides& strid
       std::vector<A> acc(e - b);
       for (int64_t r = 0; r < n_in; ++r) {
         int64_t j = 0;
-        reader.row(r, n_out, b, e, [&](const T* s, int64_t n, int64_t) {
+        reader.row(r, n_out, b, e, [&](const T* s, int64_t n) {
           for (int64_t i = 0; i < n; ++i, ++j) acc[j] = r == 0 ? A(E(s[i])) : combine(acc[j], A(E(s[i])));
         });
       }

@@ -89,15 +89,6 @@ constexpr int kMaxOutputs = 8; // values stored per region, the output included
 std::atomic<bool> g_enabled{settings::fusion()};
 std::atomic<bool> g_gpu{settings::fusion_gpu()};
 
-// Dtypes a region computes in on the node's device: the CPU tape runs every
-// dtype through the unfused kernels' own helpers; the GPU code generator
-// knows only these (float64 and the 8- and 16-bit integers stay unfused).
-bool fusable_dtype(Dtype t, const Device& d) {
-  if (d.is_cpu()) return true;
-  return t == Dtype::Bool || t == Dtype::Int32 || t == Dtype::Int64 || t == Dtype::Float16 ||
-         t == Dtype::BFloat16 || t == Dtype::Float32;
-}
-
 // Elementwise primitives a region can compute, with the same errors left to
 // the unfused kernels (integer pow checks its exponents; unary ops reject
 // some dtypes).
@@ -105,10 +96,6 @@ bool computable(const Node* n) {
   const Primitive* p = n->prim.get();
   if (!p || n->buffer) return false;
   if (!n->device.is_cpu() && !g_gpu.load(std::memory_order_relaxed)) return false;
-  if (!fusable_dtype(n->dtype, n->device)) return false;
-  for (const Tensor& t : n->inputs) {
-    if (!fusable_dtype(t.dtype(), n->device)) return false;
-  }
   if (auto* u = dynamic_cast<const Unary*>(p)) {
     if (n->dtype == Dtype::Bool) return false;
     return !is_integral(n->dtype) || u->op == UnaryOp::Neg || u->op == UnaryOp::Abs || u->op == UnaryOp::Relu;

@@ -39,6 +39,11 @@ __device__ __forceinline__ unsigned short pf_f2bf(float f) {
 }
 #endif
 __device__ __forceinline__ float pf_bf2f(unsigned short h) { return __uint_as_float((unsigned int)h << 16); }
+template <typename To, typename From> __device__ __forceinline__ To pf_float_to_small(From v) {
+  const double d = (double)v;
+  if (!(d > -9223372036854775808.0 && d < 9223372036854775808.0)) return To(0);  // 2^63
+  return (To)(long long)d;
+}
 __device__ __forceinline__ float pf_round_f16(float v) { return pf_h2f(pf_f2h(v)); }
 __device__ __forceinline__ float pf_round_bf16(float v) { return pf_bf2f(pf_f2bf(v)); }
 )";
@@ -48,19 +53,21 @@ __device__ __forceinline__ float pf_round_bf16(float v) { return pf_bf2f(pf_f2bf
 const char* acc(Dtype t) {
   switch (t) {
     case Dtype::Bool: return "bool";
+    case Dtype::Int8: return "signed char";
+    case Dtype::Int16: return "short";
+    case Dtype::UInt8: return "unsigned char";
     case Dtype::Int32: return "int";
     case Dtype::Int64: return "long";
+    case Dtype::Float64: return "double";
     default: return "float";
   }
 }
 
 const char* storage(Dtype t) {
   switch (t) {
-    case Dtype::Bool: return "bool";
-    case Dtype::Int32: return "int";
-    case Dtype::Int64: return "long";
-    case Dtype::Float32: return "float";
-    default: return "unsigned short";
+    case Dtype::Float16:
+    case Dtype::BFloat16: return "unsigned short";
+    default: return acc(t);
   }
 }
 
@@ -75,10 +82,12 @@ std::string round_to(Dtype t, const std::string& e) {
   }
 }
 
-const char* unary_fn(UnaryOp op) {
+// float64 computes in double (formulas::*_f64) but for the ops integers take too.
+std::string unary_fn(UnaryOp op, Dtype t) {
   static const char* f[] = {"neg", "abs", "sqrt", "exp", "log", "sin", "cos", "tanh", "relu",
                             "sigmoid", "gelu", "gelu_tanh", "silu", "erf"};
-  return f[int(op)];
+  const bool f64 = t == Dtype::Float64 && op != UnaryOp::Neg && op != UnaryOp::Abs && op != UnaryOp::Relu;
+  return std::string(f[int(op)]) + (f64 ? "_f64" : "");
 }
 
 std::string binary_expr(BinaryOp op, Dtype t, const std::string& a, const std::string& b) {
@@ -92,7 +101,13 @@ std::string binary_expr(BinaryOp op, Dtype t, const std::string& a, const std::s
 }
 
 std::string cast_expr(Dtype from, Dtype to, const std::string& v) {
-  if (to == Dtype::Bool) return "((float)" + v + " != 0.0f)";
+  if (to == Dtype::Bool) return from == Dtype::Float64 ? "(" + v + " != 0.0)" : "((float)" + v + " != 0.0f)";
+  if (to == Dtype::Float64) return "(double)" + v;
+  // A float becomes an 8- or 16-bit integer through int64 (NaN and values
+  // out of its range give 0), as the prebuilt kernels' convert does.
+  if (is_floating(from) && is_integral(to) && itemsize(to) <= 2) {
+    return "pf_float_to_small<" + std::string(acc(to)) + ">(" + v + ")";
+  }
   return round_to(to, "(" + std::string(acc(to)) + ")(" + (is_floating(to) ? "(float)" : "") + v + ")");
 }
 
@@ -203,13 +218,14 @@ std::string steps_code(const FusedRegion& r, const KernelLayout& L, const std::s
       }
       case Kind::Scalar: {
         const std::string bits = "a.scalars[" + std::to_string(s.slot) + "]";
-        if (is_floating(s.dtype)) k << "__int_as_float((int)" << bits << ")";
+        if (s.dtype == Dtype::Float64) k << "__longlong_as_double((long long)" << bits << ")";
+        else if (is_floating(s.dtype)) k << "__int_as_float((int)" << bits << ")";
         else if (s.dtype == Dtype::Bool) k << "(" << bits << " != 0)";
         else k << "(" << acc(s.dtype) << ")" << bits;
         break;
       }
       case Kind::Unary:
-        k << round_to(s.dtype, std::string("pyflame::formulas::") + unary_fn(UnaryOp(s.op)) + "(" + arg(s.a) + ")");
+        k << round_to(s.dtype, "pyflame::formulas::" + unary_fn(UnaryOp(s.op), s.dtype) + "(" + arg(s.a) + ")");
         break;
       case Kind::Binary: {
         const Dtype t = r.steps[s.a].dtype;
@@ -387,11 +403,17 @@ std::vector<int64_t> kernel_args(const FusedRegion& r, const KernelLayout& L, co
       case Dtype::Float32: f = float(v); break;
       case Dtype::Float16: f = float(half_t(float(v))); break;
       case Dtype::BFloat16: f = float(bf16_t(float(v))); break;
+      case Dtype::Int8: bits = int8_t(v); break;
+      case Dtype::Int16: bits = int16_t(v); break;
+      case Dtype::UInt8: bits = uint8_t(v); break;
       case Dtype::Int32: bits = int32_t(v); break;
       case Dtype::Int64: bits = int64_t(v); break;
       case Dtype::Bool: bits = float(int32_t(v)) != 0.0f; break;
+      case Dtype::Float64: break;
     }
-    if (is_floating(s.dtype)) {
+    if (s.dtype == Dtype::Float64) {
+      std::memcpy(&bits, &v, 8);
+    } else if (is_floating(s.dtype)) {
       uint32_t u;
       std::memcpy(&u, &f, 4);
       bits = int32_t(u);
