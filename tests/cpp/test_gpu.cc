@@ -327,7 +327,8 @@ TEST_F(Gpu, MultiStreamPoolsChecksAndCounts) {
     threads.emplace_back([&, t] {
       try {
         for (int k = 0; k < 50; ++k) {
-          Tensor y = add(mul(embedding(ig, w), scalar(2.0, Dtype::Float32)), scalar(double(k), Dtype::Float32));
+          Tensor y = add(mul(embedding(ig, w), scalar(2.0, Dtype::Float32, gpu)),
+                         scalar(double(k), Dtype::Float32, gpu));
           std::vector<float> h(4);
           y.copy_to_host(h.data());
           wrong[t] += h != std::vector<float>{8.f + k, 10.f + k, 0.f + k, 2.f + k};
