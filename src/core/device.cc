@@ -1,6 +1,7 @@
 #include "pyflame/device.h"
 
 #include <charconv>
+#include <atomic>
 #include <mutex>
 
 #include "pyflame/backend/rocm.h"
@@ -9,8 +10,8 @@
 namespace pyflame {
 
 namespace {
-std::mutex g_device_mu;
-Device g_default = Device::cpu();
+// Read by every creation op: an atomic, not a lock (8 bytes, lock-free).
+std::atomic<Device> g_default{Device::cpu()};
 
 bool is_gpu_alias(std::string_view s) {
   return s == "rocm" || s == "gpu" || s == "hip" || s == "cuda";
@@ -64,15 +65,11 @@ std::string Device::str() const {
   return is_cpu() ? "cpu" : "rocm:" + std::to_string(index);
 }
 
-Device default_device() {
-  std::lock_guard lk(g_device_mu);
-  return g_default;
-}
+Device default_device() { return g_default.load(std::memory_order_relaxed); }
 
 void set_default_device(Device d) {
   if (d.is_gpu()) backend::rocm::set_device(d.index);
-  std::lock_guard lk(g_device_mu);
-  g_default = d;
+  g_default.store(d, std::memory_order_relaxed);
 }
 
 Device best_device() {
