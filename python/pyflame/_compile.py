@@ -120,6 +120,11 @@ class Compiled:
         """How many times the function was traced."""
         return self._traces
 
+    @property
+    def graphs(self):
+        """How many of its programs replay as a captured GPU graph now."""
+        return sum(entry[0].captured for entry in list(self._cache.values()))
+
     def __get__(self, obj, objtype=None):  # a compiled method binds like a function
         return self if obj is None else functools.partial(self, obj)
 

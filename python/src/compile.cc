@@ -96,7 +96,8 @@ void init_compile(nb::module_& m) {
       .def_static("build", &build, nb::arg("trace"), nb::arg("args"), nb::arg("outputs"),
                   nb::rv_policy::take_ownership)
       .def("replay", &replay)
-      .def_prop_ro("steps", [](const PyProgram& p) { return p.program->steps(); });
+      .def_prop_ro("steps", [](const PyProgram& p) { return p.program->steps(); })
+      .def_prop_ro("captured", [](const PyProgram& p) { return p.program->captured(); });
   m.def("_tracing", []() { return runtime::active_trace() != nullptr; });
   // The cache key of a call's tensors: their layouts and the switches a
   // trace bakes in.

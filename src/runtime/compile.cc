@@ -19,6 +19,7 @@ uint64_t compile_settings_key() {
   const std::optional<Dtype> cast = autocast_dtype();
   return static_cast<uint64_t>(is_grad_enabled()) | static_cast<uint64_t>(get_fusion()) << 1 |
          static_cast<uint64_t>(get_fusion_gpu()) << 2 | static_cast<uint64_t>(backend::rocm::allow_tf32()) << 3 |
+         static_cast<uint64_t>(backend::rocm::multi_stream()) << 4 |
          (cast ? static_cast<uint64_t>(*cast) + 1 : 0) << 8;
 }
 

@@ -102,6 +102,7 @@ Program::Program(const Trace& t, const std::vector<Tensor>& args, const std::vec
   for (const auto& [owner, g] : t.grad_reads) grad_reads_.push_back({value_of(t, owner), g != nullptr});
   for (const auto& [n, g] : writes) grad_writes_.push_back({value_of(t, n), g ? value_of(t, g) : -1});
   index_.clear();
+  plan_graph();
 }
 
 int32_t Program::value_of(const Trace& t, const std::shared_ptr<Node>& n) {
@@ -170,19 +171,9 @@ bool Program::resolve(const std::vector<Tensor>& args, std::vector<Tensor>& caps
   return true;
 }
 
-std::optional<Program::Result> Program::replay(const std::vector<Tensor>& args) const {
-  std::vector<Tensor> caps;
-  if (!resolve(args, caps)) return std::nullopt;
-  std::vector<Tensor> vals;
-  vals.reserve(steps_.size());
-  auto value = [&](int32_t r) -> const Tensor& {
-    switch (r >> 28) {
-      case Arg: return args[r & 0xfffffff];
-      case Cap: return caps[r & 0xfffffff];
-      default: return vals[r & 0xfffffff];
-    }
-  };
+void Program::instantiate(Values& v) const {
   const uint64_t first_draw = draws_ ? rng_reserve(draws_) : 0;
+  v.steps.reserve(steps_.size());
   for (const Step& s : steps_) {
     auto n = std::make_shared<Node>();
     n->shape = s.layout.shape;
@@ -194,22 +185,43 @@ std::optional<Program::Result> Program::replay(const std::vector<Tensor>& args) 
     n->grad_leaf = s.grad_leaf;
     n->prim = s.draw < 0 ? s.prim : with_key(s.prim.get(), rng_key(first_draw + s.draw));
     n->inputs.reserve(s.inputs.size());
-    for (int32_t in : s.inputs) n->inputs.push_back(value(in));
-    vals.emplace_back(std::move(n));
+    for (int32_t in : s.inputs) n->inputs.push_back(v(in));
+    v.steps.emplace_back(std::move(n));
   }
-  Result r;
-  std::vector<Tensor> all;
-  for (int32_t v : outputs_) all.push_back(r.outputs.emplace_back(value(v)));
-  for (int32_t v : rebound_) all.push_back(r.rebound.emplace_back(value(v)));
+}
+
+std::vector<int32_t> Program::roots() const {
+  std::vector<int32_t> r(outputs_);
+  r.insert(r.end(), rebound_.begin(), rebound_.end());
   for (const GradWrite& g : grad_writes_) {
-    if (g.grad >= 0) all.push_back(value(g.grad));
-  }
-  eval(all);
-  for (const GradWrite& g : grad_writes_) {
-    Tensor owner = value(g.owner);
-    owner.set_grad(g.grad >= 0 ? value(g.grad) : Tensor());
+    if (g.grad >= 0) r.push_back(g.grad);
   }
   return r;
+}
+
+Program::Result Program::results(const Values& v) const {
+  for (const GradWrite& g : grad_writes_) {
+    Tensor owner = v(g.owner);
+    owner.set_grad(g.grad >= 0 ? v(g.grad) : Tensor());
+  }
+  Result r;
+  for (int32_t i : outputs_) r.outputs.push_back(v(i));
+  for (int32_t i : rebound_) r.rebound.push_back(v(i));
+  return r;
+}
+
+std::optional<Program::Result> Program::replay(const std::vector<Tensor>& args) const {
+  std::vector<Tensor> caps;
+  if (!resolve(args, caps)) return std::nullopt;
+  if (graph_) {
+    if (auto r = replay_graph(args, caps)) return r;
+  }
+  Values v{args, caps, {}};
+  instantiate(v);
+  std::vector<Tensor> all;
+  for (int32_t i : roots()) all.push_back(v(i));
+  eval(all);
+  return results(v);
 }
 
 uint64_t layout_signature(const std::vector<Tensor>& tensors) {

@@ -37,6 +37,8 @@ class Program {
   std::optional<Result> replay(const std::vector<Tensor>& args) const;
 
   size_t steps() const { return steps_.size(); }
+  // Whether its replays launch a captured GPU graph now.
+  bool captured() const;
 
  private:
   struct Layout {
@@ -73,6 +75,35 @@ class Program {
   // A value: an argument, a captured tensor or a step, as kind and index.
   enum Kind : int32_t { Arg = 0, Cap = 1, Val = 2 };
   static int32_t ref(Kind k, int32_t i) { return (k << 28) | i; }
+
+  // The values a replay reads: arguments, captured tensors and steps.
+  struct Values {
+    const std::vector<Tensor>& args;
+    const std::vector<Tensor>& caps;
+    std::vector<Tensor> steps;
+    const Tensor& operator()(int32_t r) const {
+      switch (r >> 28) {
+        case Arg: return args[r & 0xfffffff];
+        case Cap: return caps[r & 0xfffffff];
+        default: return steps[r & 0xfffffff];
+      }
+    }
+  };
+  // Records the steps over the arguments and captured tensors.
+  void instantiate(Values& v) const;
+  // The values a replay evaluates: outputs, rebound values, gradients.
+  std::vector<int32_t> roots() const;
+  // Writes the gradients and collects the results from the evaluated values.
+  Result results(const Values& v) const;
+
+  // GPU graph replay (program_gpu.cc): a program whose values all live on
+  // one GPU is captured as a graph on its first replay and launched on
+  // later ones, its arguments copied in and its results copied out.
+  struct Graph;
+  void plan_graph();
+  std::optional<Result> replay_graph(const std::vector<Tensor>& args, const std::vector<Tensor>& caps) const;
+  bool capture(Graph& g, const std::vector<Tensor>& args, const std::vector<Tensor>& caps) const;
+  std::shared_ptr<Graph> graph_;  // null: never captured (not all on one GPU, random draws, ...)
 
   int32_t value_of(const Trace& t, const std::shared_ptr<Node>& n);
   int32_t capture(const Trace& t, const std::shared_ptr<Node>& n);

@@ -222,7 +222,35 @@ def test_compiled_optimizer_step_reads_fresh_grads(device, rng):
             close(q.numpy(), p.numpy())
 
 
-def test_threads_replay_their_own_compiled_functions(device, rng):
+@pytest.fixture(params=[False, True], ids=["ms-off", "ms-on"])
+def streams(request, device):
+    if request.param and device == "cpu":
+        pytest.skip("multi_stream changes nothing on the CPU")
+    prev = pf.multi_stream()
+    pf.set_multi_stream(request.param)
+    yield request.param
+    pf.set_multi_stream(prev)
+
+
+def test_gpu_forward_replays_a_captured_graph(gpu_device, streams, rng):
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    with pf.no_grad():
+        cf = pf.compile(lambda x: pf.softmax(model(x), axis=-1))
+        outs = []
+        for _ in range(4):
+            x = randt(rng, 8, 16)
+            got = cf(x)
+            outs.append(got)
+            close(got.numpy(), pf.softmax(model(x), axis=-1).numpy(), 1e-6)
+        assert cf.graphs == 1 and cf.traces == 1
+    # results are copies: a later replay does not change an earlier result
+    first = outs[0].numpy().copy()
+    with pf.no_grad():
+        cf(randt(rng, 8, 16))
+    close(outs[0].numpy(), first)
+
+
+def test_threads_replay_their_own_compiled_functions(device, streams, rng):
     ws = [randt(rng, 8, 8) for _ in range(4)]
     xs = [[randt(rng, 4, 8) for _ in range(5)] for _ in range(4)]
     fns = [pf.compile(lambda x, w=w: pf.relu(x @ w) @ w) for w in ws]

@@ -64,6 +64,13 @@ bool using_bundles();
 // Orders everything later queued on `after` behind what `before` holds now.
 void order_streams(hipStream_t before, hipStream_t after);
 
+// Graph capture (graph.cc): private contexts, pooled per device and reused
+// once their graph is gone, and the one this thread's evaluations use
+// while it captures (null: none).
+DeviceContext* take_capture_context(int device);
+void give_back_capture_context(DeviceContext* c);
+void set_capture_context(DeviceContext* c);
+
 // Device memory for this thread's work on ctx's stream (a node's buffer or
 // kernel scratch), freed back to ctx's pool in stream order.
 std::shared_ptr<Buffer> allocate_on(DeviceContext& ctx, size_t bytes);

@@ -71,11 +71,18 @@ void give_back(DeviceContext* b) {
   g_free_bundles[b->device].push_back(b);
 }
 
+// Graph capture (graph.cc): this thread's evaluations on the capture's
+// device run on its private context (stream, handles, memory pool).
+thread_local DeviceContext* t_capture = nullptr;
+std::vector<DeviceContext*> g_free_capture[kMaxDevices];  // guarded by g_pool_mu
+
 DeviceContext& resolve(EvalContext* ev, int device) {
   check_device(device);
   if (!ev) return shared_context(device);
-  DeviceContext* c = ev->bundles ? take_bundle(device) : &shared_context(device);
-  if (ev->bundles) ev->taken.push_back(c);
+  DeviceContext* c = t_capture && t_capture->device == device ? t_capture
+                     : ev->bundles                           ? take_bundle(device)
+                                                             : &shared_context(device);
+  if (ev->bundles && c != t_capture) ev->taken.push_back(c);
   ev->devices[device] = c;
   ev->touched.push_back(device);
   return *c;
@@ -149,9 +156,35 @@ hipStream_t current_stream(int device) {
 bool multi_stream() { return g_multi_stream.load(); }
 void set_multi_stream(bool on) { g_multi_stream = on; }
 
+DeviceContext* take_capture_context(int device) {
+  {
+    std::lock_guard lk(g_pool_mu);
+    auto& pool = g_free_capture[device];
+    if (!pool.empty()) {
+      DeviceContext* c = pool.back();
+      pool.pop_back();
+      return c;
+    }
+  }
+  DeviceContext* c = create_context(device);
+  c->bundle = true;  // a buffer freed from another stream is ordered first
+  return c;
+}
+
+void give_back_capture_context(DeviceContext* c) {
+  std::lock_guard lk(g_pool_mu);
+  g_free_capture[c->device].push_back(c);
+}
+
+void set_capture_context(DeviceContext* c) { t_capture = c; }
+
 int64_t* deferred_check(DeviceContext& ctx, int words, CheckRaise raise) {
   EvalContext* ev = t_eval;
   if (!ev) throw RuntimeError(errmsg("eval", "internal error: a device check outside an evaluation"));
+  if (t_capture) {
+    throw RuntimeError(errmsg("compile", "a range check reads its verdict on the host (" +
+                                             std::string("a gather, an embedding, a loss target)")));
+  }
   Check c{&ctx, allocate_on(ctx, words * sizeof(int64_t)), words, std::move(raise)};
   PF_HIP_CHECK(hipMemsetAsync(c.words->ptr, 0, words * sizeof(int64_t), ctx.stream));
   auto* p = static_cast<int64_t*>(c.words->ptr);
