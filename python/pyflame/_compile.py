@@ -131,12 +131,15 @@ class Compiled:
     def __call__(self, *args, **kwargs):
         if self._eager is not None or _core._tracing():
             return self._fn(*args, **kwargs)  # inside another trace: part of it
-        tensors = []
-        static = _flatten((args, kwargs), tensors) if kwargs else _flatten(args, tensors)
+        if not kwargs and all(type(a) is Tensor for a in args):
+            tensors, static = list(args), len(args)  # the common case, flattened at once
+        else:
+            tensors = []
+            static = _flatten((args, kwargs), tensors)
         key = (static, _core._compile_signature(tensors))
         entry = self._cache.get(key)
         if entry is not None:
-            if all(read() == value for read, value in entry[2]):
+            if not entry[2] or all(read() == value for read, value in entry[2]):
                 outs = entry[0].replay(tensors)
                 if outs is not None:
                     return _rebuild(entry[1], iter(outs))

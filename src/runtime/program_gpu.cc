@@ -104,7 +104,10 @@ bool Program::capture(Graph& g, const std::vector<Tensor>& args, const std::vect
   const std::vector<int32_t> roots = this->roots();
   std::vector<Tensor> kept;
   // Called twice: a warm-up, then under capture (whose results are kept).
+  // The warm-up's results go back to the private pool first, so the
+  // captured run allocates only cached blocks (no driver call in capture).
   auto run = [&] {
+    kept.clear();
     Values v{inputs, caps, {}};
     instantiate(v);
     std::vector<Tensor> all;

@@ -89,6 +89,14 @@ std::shared_ptr<GpuGraph> gpu_graph_capture(int device, const std::function<void
     why = "the captured graph could not be instantiated (" + hip_reason(err) + ")";
     return nullptr;
   }
+  // The warm-up may still run on the private stream; the graph's first
+  // replay (on the caller's stream) writes the same memory.
+  err = hipStreamSynchronize(g->ctx->stream);
+  if (err != hipSuccess) {
+    (void)hipGetLastError();
+    why = "the warm-up run failed (" + hip_reason(err) + ")";
+    return nullptr;
+  }
   g->epoch = release_epoch();
   return g;
 }
