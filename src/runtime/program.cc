@@ -102,6 +102,16 @@ Program::Program(const Trace& t, const std::vector<Tensor>& args, const std::vec
   for (const auto& [owner, g] : t.grad_reads) grad_reads_.push_back({value_of(t, owner), g != nullptr});
   for (const auto& [n, g] : writes) grad_writes_.push_back({value_of(t, n), g ? value_of(t, g) : -1});
   index_.clear();
+  // The trace kept how its evaluated nodes were made only for the program:
+  // they now drop it as an evaluation outside a trace would (and backward's
+  // release), so the traced call's results do not hold its whole graph.
+  for (const auto& n : traced) {
+    if (n->state.load(std::memory_order_acquire) == NodeState::Done && n->buffer &&
+        (!n->requires_grad || n->grad_leaf || n->graph_released)) {
+      n->inputs.clear();
+      n->prim.reset();
+    }
+  }
   plan_graph();
 }
 
