@@ -103,6 +103,7 @@ class Program {
   void plan_graph();
   std::optional<Result> replay_graph(const std::vector<Tensor>& args, const std::vector<Tensor>& caps) const;
   bool capture(Graph& g, const std::vector<Tensor>& args, const std::vector<Tensor>& caps) const;
+  bool capture_once(Graph& g, const std::vector<Tensor>& args, const std::vector<Tensor>& caps) const;
   std::shared_ptr<Graph> graph_;  // null: never captured (not all on one GPU, random draws, ...)
 
   int32_t value_of(const Trace& t, const std::shared_ptr<Node>& n);

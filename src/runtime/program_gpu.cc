@@ -77,6 +77,16 @@ bool Program::captured() const {
 }
 
 bool Program::capture(Graph& g, const std::vector<Tensor>& args, const std::vector<Tensor>& caps) const {
+  try {
+    if (capture_once(g, args, caps)) return true;
+  } catch (const std::exception& e) {  // out of memory for the inputs, a context that cannot be made
+    g.stop(e.what());
+  }
+  g.inputs.clear();
+  return false;
+}
+
+bool Program::capture_once(Graph& g, const std::vector<Tensor>& args, const std::vector<Tensor>& caps) const {
   // The graph's input buffers, holding this call's arguments.
   g.inputs.clear();
   {
