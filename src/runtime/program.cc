@@ -89,6 +89,7 @@ Program::Program(const Trace& t, const std::vector<Tensor>& args, const std::vec
     s.prim = n->prim;
     s.layout = Layout::of(n.get());
     s.grad_leaf = n->grad_leaf;
+    s.released = n->graph_released;
     if (uint64_t* key = key_of(n->prim.get())) {
       auto draw = t.keys.find(*key);
       if (draw != t.keys.end()) s.draw = static_cast<int64_t>(draw->second);
@@ -209,6 +210,21 @@ std::vector<int32_t> Program::roots() const {
   return r;
 }
 
+// What backward() released in the traced call is released after a replay
+// too: a second backward() through it raises as it would eagerly, and the
+// results do not hold the step's forward graph.
+void Program::release(const Values& v) const {
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    if (!steps_[i].released) continue;
+    Node* n = v.steps[i].node();
+    n->graph_released = true;
+    if (n->state.load(std::memory_order_acquire) == NodeState::Done && n->buffer) {
+      n->inputs.clear();
+      n->prim.reset();
+    }
+  }
+}
+
 Program::Result Program::results(const Values& v) const {
   for (const GradWrite& g : grad_writes_) {
     Tensor owner = v(g.owner);
@@ -231,6 +247,7 @@ std::optional<Program::Result> Program::replay(const std::vector<Tensor>& args) 
   std::vector<Tensor> all;
   for (int32_t i : roots()) all.push_back(v(i));
   eval(all);
+  release(v);
   return results(v);
 }
 

@@ -62,6 +62,7 @@ class Program {
     std::vector<int32_t> inputs;
     Layout layout;
     bool grad_leaf = false;
+    bool released = false;  // backward() in the traced call walked and released it
     int64_t draw = -1;  // a random op: its draw's offset from the trace's first
   };
   struct GradRead {
@@ -93,6 +94,7 @@ class Program {
   void instantiate(Values& v) const;
   // The values a replay evaluates: outputs, rebound values, gradients.
   std::vector<int32_t> roots() const;
+  void release(const Values& v) const;
   // Writes the gradients and collects the results from the evaluated values.
   Result results(const Values& v) const;
 

@@ -205,6 +205,9 @@ def test_training_loop_matches_eager_step_for_step(device, rng, momentum):
             close(q.grad.numpy(), p.grad.numpy())
             assert q.is_leaf and q.requires_grad
     assert step.traces <= 3  # first step (empty .grad, new state), then one program
+    loss = step(randt(rng, 5, 8), pf.tensor(rng.integers(0, 3, 5)))
+    with pytest.raises(RuntimeError, match=r"\[backward\] the graph was already released"):
+        loss.backward()  # as after an eager step
 
 
 def test_compiled_optimizer_step_reads_fresh_grads(device, rng):
