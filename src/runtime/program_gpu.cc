@@ -5,9 +5,10 @@
 // a replay whose captured tensor now has another buffer (rebound by an
 // optimizer step) drops the graph, as does a release of cached memory
 // (clear_pool, out-of-memory recovery); a program whose graph keeps being
-// dropped is not captured again. What cannot be captured (a range check
-// read on the host, a host sync inside a kernel) runs uncaptured, with one
-// warning saying why.
+// dropped is not captured again. Range checks the graph makes are read
+// after each launch (one wait). What cannot be captured (a host sync or a
+// data-dependent shape inside a kernel) runs uncaptured, with one warning
+// saying why.
 #include <cstdio>
 #include <mutex>
 

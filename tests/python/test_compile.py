@@ -253,6 +253,19 @@ def test_gpu_forward_replays_a_captured_graph(gpu_device, streams, rng):
     close(outs[0].numpy(), first)
 
 
+def test_gpu_graph_raises_its_range_checks(gpu_device, rng):
+    table = randt(rng, 5, 3)
+    cf = pf.compile(lambda i: pf.nn.functional.embedding(i, table) * 2)
+    ok, bad = pf.tensor(np.array([0, 4, 2])), pf.tensor(np.array([0, 7, 2]))
+    for _ in range(3):
+        close(cf(ok).numpy(), (pf.nn.functional.embedding(ok, table) * 2).numpy())
+    assert cf.graphs == 1
+    with pytest.raises(IndexError, match=r"\[embedding\] index 7 is out of range"):
+        cf(bad)
+    close(cf(ok).numpy(), (pf.nn.functional.embedding(ok, table) * 2).numpy())
+    assert cf.graphs == 1
+
+
 def test_threads_replay_their_own_compiled_functions(device, streams, rng):
     ws = [randt(rng, 8, 8) for _ in range(4)]
     xs = [[randt(rng, 4, 8) for _ in range(5)] for _ in range(4)]

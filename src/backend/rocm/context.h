@@ -84,6 +84,19 @@ std::shared_ptr<Buffer> allocate_on(DeviceContext& ctx, size_t bytes);
 using CheckRaise = std::function<void(const int64_t* words)>;
 int64_t* deferred_check(DeviceContext& ctx, int words, CheckRaise raise);
 
+// While a graph is captured (graph.cc), a deferred check is the graph's: its
+// words (zeroed by the graph itself) live as long as the graph and are read
+// after each launch. take_captured_checks() hands this thread's over (and
+// forgets them); read_captured_checks copies the words once each after the
+// work queued on `stream`, waits once, and raises the first failed check.
+struct CapturedCheck {
+  std::shared_ptr<Buffer> words;
+  int count;
+  CheckRaise raise;
+};
+std::vector<CapturedCheck> take_captured_checks();
+void read_captured_checks(hipStream_t stream, const std::vector<CapturedCheck>& checks);
+
 // Makes `device` current for this thread while in scope.
 class DeviceGuard {
  public:

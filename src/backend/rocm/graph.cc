@@ -20,6 +20,7 @@ class GpuGraph {
   hipGraphExec_t exec = nullptr;
   hipEvent_t done = nullptr;  // after the last replay's copies out
   uint64_t epoch = 0;         // the allocator's release epoch at capture
+  std::vector<CapturedCheck> checks;  // range checks the graph makes, read after each launch
   std::mutex mu;              // one replay enqueued at a time
 };
 
@@ -34,6 +35,7 @@ GpuGraph::~GpuGraph() {
   if (exec) (void)hipGraphExecDestroy(exec);
   if (graph) (void)hipGraphDestroy(graph);
   (void)hipStreamSynchronize(ctx->stream);
+  checks.clear();  // their words go back to the private pool before the context does
   if (prev >= 0) (void)hipSetDevice(prev);
   give_back_capture_context(ctx);
 }
@@ -59,9 +61,11 @@ std::shared_ptr<GpuGraph> gpu_graph_capture(int device, const std::function<void
   try {
     run();  // warm-up: kernels built, handles made, blocks cached in the private pool
   } catch (const std::exception& e) {
+    take_captured_checks();
     why = e.what();
     return nullptr;
   }
+  take_captured_checks();  // the warm-up's: its values are not kept
   hipError_t err = hipStreamBeginCapture(g->ctx->stream, hipStreamCaptureModeThreadLocal);
   if (err != hipSuccess) {
     (void)hipGetLastError();
@@ -73,6 +77,7 @@ std::shared_ptr<GpuGraph> gpu_graph_capture(int device, const std::function<void
   } catch (const std::exception& e) {
     why = e.what();
   }
+  g->checks = take_captured_checks();
   hipGraph_t graph = nullptr;
   err = hipStreamEndCapture(g->ctx->stream, &graph);
   (void)hipGetLastError();
@@ -115,6 +120,7 @@ bool gpu_graph_replay(GpuGraph& g, const std::vector<DeviceCopy>& in, const std:
     if (c.bytes) PF_HIP_CHECK(hipMemcpyAsync(c.dst, c.src, c.bytes, hipMemcpyDeviceToDevice, ctx.stream));
   }
   PF_HIP_CHECK(hipEventRecord(g.done, ctx.stream));
+  read_captured_checks(ctx.stream, g.checks);  // raises as the evaluation would have
   return true;
 }
 
