@@ -99,7 +99,14 @@ Program::Program(const Trace& t, const std::vector<Tensor>& args, const std::vec
     steps_.push_back(std::move(s));
   }
   for (const auto& v : outputs) outputs_.push_back(value_of(t, v.node_ptr()));
-  for (const auto& v : rebound) rebound_.push_back(value_of(t, v.node_ptr()));
+  for (const auto& v : rebound) {
+    rebound_.push_back(value_of(t, v.node_ptr()));
+    int32_t cap = -1;
+    for (size_t c = 0; c < captured_.size() && v.node()->binding; ++c) {
+      if (captured_[c].binding == v.node()->binding) cap = static_cast<int32_t>(c);
+    }
+    rebound_cap_.push_back(cap);
+  }
   for (const auto& [owner, g] : t.grad_reads) grad_reads_.push_back({value_of(t, owner), g != nullptr});
   for (const auto& [n, g] : writes) grad_writes_.push_back({value_of(t, n), g ? value_of(t, g) : -1});
   index_.clear();

@@ -120,6 +120,9 @@ class Program {
   std::vector<GradRead> grad_reads_;
   std::vector<GradWrite> grad_writes_;
   std::vector<int32_t> outputs_, rebound_;
+  // Per rebound value: the captured tensor that is the same handle's version
+  // the function read (a parameter before its update), or -1.
+  std::vector<int32_t> rebound_cap_;
   uint64_t draws_ = 0;  // random draws the function made
   // Building only: node -> value.
   std::unordered_map<const Node*, int32_t> index_;

@@ -9,6 +9,7 @@
 // after each launch (one wait). What cannot be captured (a host sync or a
 // data-dependent shape inside a kernel) runs uncaptured, with one warning
 // saying why.
+#include <algorithm>
 #include <cstdio>
 #include <mutex>
 
@@ -47,8 +48,9 @@ struct Program::Graph {
 };
 
 // Captured only when every value lives on one GPU, no random op draws (its
-// key is a kernel argument: a graph would repeat the numbers) and no step
-// keeps an autograd graph (results are copies without history).
+// key is a kernel argument: a graph would repeat the numbers) and no result
+// needs an autograd graph (results are copies without history; one that
+// backward() already released in the traced call needs none).
 void Program::plan_graph() {
   int device = -1;
   auto on_gpu = [&](const Device& d) {
@@ -63,7 +65,12 @@ void Program::plan_graph() {
     if (!on_gpu(c.layout.device)) return;
   }
   for (const Step& s : steps_) {
-    if (!on_gpu(s.layout.device) || (s.layout.requires_grad && !s.grad_leaf)) return;
+    if (!on_gpu(s.layout.device)) return;
+  }
+  for (int32_t r : roots()) {
+    if ((r >> 28) != Val) continue;
+    const Step& s = steps_[r & 0xfffffff];
+    if (s.layout.requires_grad && !s.grad_leaf && !s.released) return;
   }
   if (device < 0 || steps_.empty()) return;
   graph_ = std::make_shared<Graph>();
@@ -124,6 +131,7 @@ bool Program::capture_once(Graph& g, const std::vector<Tensor>& args, const std:
     std::vector<Tensor> all;
     for (int32_t i : roots) all.push_back(v(i));
     eval(all);
+    release(v);
     kept = std::move(all);
   };
   std::string why;
@@ -161,8 +169,18 @@ std::optional<Program::Result> Program::replay_graph(const std::vector<Tensor>& 
   }
   if (!g.exec && (g.never || !capture(g, args, caps))) return std::nullopt;
   // Results: steps come out of graph memory into fresh buffers; arguments
-  // and captured tensors are themselves.
+  // and captured tensors are themselves. A handle's new value (a parameter
+  // after an optimizer step) goes back into the buffer of the version the
+  // graph read, in place, as PyTorch's optimizers update: the next replay
+  // reads the same memory, so the graph stays valid.
   const std::vector<int32_t> roots = this->roots();
+  std::vector<int32_t> write_back(steps_.size(), -1);  // step -> captured tensor
+  for (size_t i = 0; i < rebound_.size(); ++i) {
+    const int32_t r = rebound_[i], c = rebound_cap_[i];
+    if ((r >> 28) == Val && c >= 0 && std::count(rebound_cap_.begin(), rebound_cap_.end(), c) == 1) {
+      write_back[r & 0xfffffff] = c;
+    }
+  }
   Values v{args, caps, std::vector<Tensor>(steps_.size())};
   std::vector<DeviceCopy> in, out;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -181,8 +199,17 @@ std::optional<Program::Result> Program::replay_graph(const std::vector<Tensor>& 
     n->device = src->device;
     n->requires_grad = src->requires_grad;
     n->grad_leaf = src->grad_leaf;
+    n->graph_released = src->requires_grad && !src->grad_leaf;  // released in the traced call
     const size_t bytes = src->buffer ? src->buffer->bytes : 0;
-    n->buffer = allocate_gpu(g.device, bytes);
+    const int32_t c = write_back[r & 0xfffffff];
+    const Node* old = c >= 0 ? caps[c].node() : nullptr;
+    if (old && bytes && old->offset == 0 && src->offset == 0 && old->dtype == src->dtype &&
+        old->buffer == g.baked[c] && old->buffer->bytes == bytes && old->strides == src->strides &&
+        old->shape == src->shape) {
+      n->buffer = g.baked[c];
+    } else {
+      n->buffer = allocate_gpu(g.device, bytes);
+    }
     out.push_back({n->buffer->ptr, bytes ? src->buffer->ptr : nullptr, bytes});
     v.steps[r & 0xfffffff] = Tensor(std::move(n));
   }

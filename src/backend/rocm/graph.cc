@@ -116,11 +116,13 @@ bool gpu_graph_replay(GpuGraph& g, const std::vector<DeviceCopy>& in, const std:
     if (c.bytes) PF_HIP_CHECK(hipMemcpyAsync(c.dst, c.src, c.bytes, hipMemcpyDeviceToDevice, ctx.stream));
   }
   PF_HIP_CHECK(hipGraphLaunch(g.exec, ctx.stream));
+  // A failed range check raises as the evaluation would have, before any
+  // result (a parameter's new value) is copied out.
+  read_captured_checks(ctx.stream, g.checks);
   for (const DeviceCopy& c : out) {
     if (c.bytes) PF_HIP_CHECK(hipMemcpyAsync(c.dst, c.src, c.bytes, hipMemcpyDeviceToDevice, ctx.stream));
   }
   PF_HIP_CHECK(hipEventRecord(g.done, ctx.stream));
-  read_captured_checks(ctx.stream, g.checks);  // raises as the evaluation would have
   return true;
 }
 
