@@ -12,6 +12,7 @@
 #include "pyflame/errors.h"
 #include "pyflame/fusion.h"
 #include "runtime/program.h"
+#include "runtime/trace.h"
 
 namespace pyflame {
 
@@ -49,6 +50,7 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
     if (!t.defined()) throw ValueError("[compile] undefined input tensor");
   }
   State& s = *state_;
+  if (runtime::active_trace()) return s.fn(inputs);  // inside another trace: part of it
   const uint64_t key = runtime::layout_signature(inputs) * 31 + compile_settings_key();
   std::shared_ptr<const runtime::Program> program;
   {

@@ -143,6 +143,18 @@ TEST(Compile, GpuGraphReplayMatchesEager) {
   backend::rocm::set_multi_stream(false);
 }
 
+TEST(Compile, NestedFunctionIsPartOfTheOuterTrace) {
+  auto inner = compile([](const std::vector<Tensor>& in) { return std::vector<Tensor>{exp(in[0])}; });
+  auto outer = compile([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{add(inner(in)[0], in[0])}; });
+  for (int i = 0; i < 3; ++i) {
+    Tensor x = randn({5});
+    x.eval();
+    EXPECT_EQ(host(outer({x})[0]), host(add(exp(x), x)));
+  }
+  EXPECT_EQ(outer.traces(), 1);
+  EXPECT_EQ(inner.traces(), 0);
+}
+
 TEST(Compile, BadInputsRaise) {
   EXPECT_THROW(compile(TensorFn()), ValueError);
   auto fn = compile([](const std::vector<Tensor>& in) { return std::vector<Tensor>{matmul(in[0], in[1])}; });

@@ -161,6 +161,15 @@ def test_nested_outputs_and_non_tensor_values(device, rng):
         close(out["y"][1][0].numpy(), (a * b).numpy())
 
 
+def test_a_compiled_function_inside_another_is_part_of_its_trace(device, rng):
+    inner = pf.compile(lambda x: pf.exp(x) + 1)
+    outer = pf.compile(lambda x: inner(x) * inner(x * 2))
+    for _ in range(3):
+        x = randt(rng, 4)
+        close(outer(x).numpy(), ((pf.exp(x) + 1) * (pf.exp(x * 2) + 1)).numpy(), 1e-6)
+    assert outer.traces == 1 and inner.traces == 0
+
+
 def test_compiled_forward_then_eager_backward(device, rng):
     lin = nn.Linear(3, 2)
     cf = pf.compile(lambda x: (lin(x) ** 2).sum())
