@@ -143,6 +143,27 @@ TEST(Compile, GpuGraphReplayMatchesEager) {
   backend::rocm::set_multi_stream(false);
 }
 
+TEST(Compile, OneFunctionFromManyThreads) {
+  constexpr int kThreads = 4;
+  Tensor w = randn({8, 8});
+  w.eval();
+  auto fn = compile([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(matmul(in[0], w))}; });
+  std::vector<Tensor> xs;
+  for (int i = 0; i < kThreads; ++i) xs.push_back(randn({3, 8}));
+  eval(xs);
+  std::vector<std::vector<float>> got(kThreads), want(kThreads);
+  for (int i = 0; i < kThreads; ++i) want[i] = host(relu(matmul(xs[i], w)));
+  std::vector<std::thread> ts;
+  for (int i = 0; i < kThreads; ++i) {
+    ts.emplace_back([&, i] {
+      for (int k = 0; k < 20; ++k) got[i] = host(fn({xs[i]})[0]);
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(got, want);
+  EXPECT_LE(fn.traces(), kThreads);  // racing first calls may each trace
+}
+
 TEST(Compile, NestedFunctionIsPartOfTheOuterTrace) {
   auto inner = compile([](const std::vector<Tensor>& in) { return std::vector<Tensor>{exp(in[0])}; });
   auto outer = compile([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{add(inner(in)[0], in[0])}; });
