@@ -73,6 +73,12 @@ class PyFlame:
     def module(self, m):
         return m.to(self.device) if hasattr(m, "to") else m
 
+    def compile(self, fn, *args, graph=True):
+        """A step calling fn(*args) compiled (pf.compile: traced once,
+        replayed after; a GPU graph where it can be captured)."""
+        compiled = self.pf.compile(fn)
+        return lambda: compiled(*args)
+
     def run(self, out):
         """Evaluates what a step recorded (PyTorch has already run it)."""
         if out is not None:
@@ -146,6 +152,27 @@ class Torch:
 
     def module(self, m):
         return m.to(self.device)
+
+    def compile(self, fn, *args, graph=True):
+        """fn(*args) replayed from a CUDA graph on a GPU (graph=True; the
+        capture warms up on a side stream, as PyTorch documents), else eager."""
+        torch = self.torch
+        if not (self.gpu and graph):
+            return lambda: fn(*args)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                fn(*args)
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            out = fn(*args)
+
+        def replay():
+            g.replay()
+            return out
+        return replay
 
     def run(self, out):
         pass

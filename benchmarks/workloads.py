@@ -183,6 +183,19 @@ def mlp_forward(F, p, dt):
     return step
 
 
+def mlp_forward_compiled(F, p, dt):
+    """mlp_forward under pf.compile (PyTorch: a CUDA graph on a GPU, eager
+    on the CPU)."""
+    x, layers = F.randn(p["batch"], MLP_DIMS[0], dtype=dt), mlp_weights(F, dt)
+
+    def forward(h):
+        for i, (w, b) in enumerate(layers):
+            h = F.matmul(h, w) + b
+            h = F.relu(h) if i < len(layers) - 1 else h
+        return h
+    return F.compile(forward, x)
+
+
 def mlp_flops(batch):
     return 2 * batch * sum(i * o for i, o in zip(MLP_DIMS, MLP_DIMS[1:]))
 
@@ -241,6 +254,30 @@ def train_step(F, p, dt):
     return step
 
 
+def train_step_compiled(F, p, dt):
+    """train_step as one compiled function (PyTorch: eager)."""
+    nn = F.nn
+    dims = MLP_DIMS
+    model = F.module(nn.Sequential(nn.Linear(dims[0], dims[1]), nn.ReLU(),
+                                   nn.Linear(dims[1], dims[2]), nn.ReLU(),
+                                   nn.Linear(dims[2], dims[3])))
+    opt = F.optim.SGD(list(model.parameters()), lr=0.01)
+    x, y = F.randn(p["batch"], dims[0]), F.randint(0, dims[3], (p["batch"],))
+    loss_fn = F.cross_entropy
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    compiled = F.compile(step, x, y, graph=False)
+
+    def run():
+        return [compiled(), *model.parameters()]
+    return run
+
+
 # ------------------------------------------------------------ LLM decode, prefill
 
 def llm_decode(F, p, dt):
@@ -292,7 +329,7 @@ def llm_prefill_flops(p):
 
 # ----------------------------------------------------------- multi_stream
 
-def multistream(on):
+def multistream(on, compiled=False):
     def build(F, p, dt):
         """`threads` Python threads, each uploading a batch, running an
         8-layer 1024-wide net and downloading the result, `evals` times per
@@ -306,15 +343,19 @@ def multistream(on):
         rng = np.random.default_rng()
         inputs = [rng.standard_normal((b, width)).astype(dt) for b in p["batches"]]
 
-        def evaluate(array):
-            x = F.upload(array)
+        def layers(x):
             for wt in weights:
                 x = F.relu(F.matmul(x, wt))
-            return F.download(x)
+            return x
+
+        # compiled: each thread its own compiled function of the layers
+        # (the upload and download stay outside: they are host transfers).
+        run = [F.pf.compile(layers) if compiled and not F.is_torch else layers
+               for _ in range(p["threads"])]
 
         def worker(i):
             for j in range(p["evals"]):
-                evaluate(inputs[(i + j) % len(inputs)])
+                F.download(run[i](F.upload(inputs[(i + j) % len(inputs)])))
         pool = ThreadPoolExecutor(p["threads"])
 
         def step():  # each evaluation downloads its result: nothing left to run
@@ -326,6 +367,11 @@ def multistream(on):
 def multistream_target(r, ctx):
     off = ctx["results"].get("multistream_off", {}).get("ours_s")
     return None if not off else r["rate"] >= 25e3 and off / r["ours_s"] >= 3.5
+
+
+def multistream_compiled_target(r, ctx):
+    off = ctx["results"].get("multistream_off", {}).get("ours_s")
+    return None if not off else off / r["ours_s"] >= 3.0
 
 
 # -------------------------------------------------------------- registry
@@ -397,6 +443,12 @@ WORKLOADS = [
              lambda p: f"784-256-128-10 b{p['batch']}", flops=lambda p: mlp_flops(p["batch"]),
              targets={"gpu": time_at_most("≤ 0.05 ms", 0.05e-3),
                       "cpu": ratio_at_most("≤ PyTorch", 1.0)}),
+    Workload("mlp_forward_compiled", "mlp", mlp_forward_compiled,
+             tiers(dict(batch=32), dict(batch=32), dict(batch=32)),
+             lambda p: f"784-256-128-10 b{p['batch']}", flops=lambda p: mlp_flops(p["batch"]),
+             requires=("compile",),
+             targets={"gpu": time_at_most("≤ 35 µs", 35e-6)},
+             note="pf.compile; PyTorch: CUDA graph (GPU), eager (CPU)"),
     Workload("host_record", "host", host_record,
              tiers(dict(ops=1000), dict(ops=1000), dict(ops=100)), lambda p: "16 elems",
              items=lambda p: p["ops"], unit="op/s",
@@ -417,6 +469,14 @@ WORKLOADS = [
              flops=lambda p: 3 * mlp_flops(p["batch"]),
              targets={"gpu": time_at_most("≤ 0.5 ms", 0.5e-3),
                       "cpu": ratio_at_most("≤ PyTorch", 1.0)}),
+    Workload("train_step_compiled", "train", train_step_compiled,
+             tiers(dict(batch=256, dtype="float32"), dict(batch=256, dtype="float32"),
+                   dict(batch=32, dtype="float32")),
+             lambda p: f"784-256-128-10 b{p['batch']}",
+             requires=("compile", "nn.Sequential", "nn.Linear", "cross_entropy", "optim.SGD"),
+             flops=lambda p: 3 * mlp_flops(p["batch"]),
+             targets={"gpu": time_at_most("≤ 0.30 ms", 0.30e-3)},
+             note="pf.compile of the whole step; PyTorch: eager"),
     Workload("llm_decode", "llm", llm_decode,
              tiers(dict(d=2048, layers=16, heads=16, kv_heads=16, ffn=5632, vocab=32000, ctx=256,
                         dtype="float16"),
@@ -453,6 +513,16 @@ WORKLOADS = [
                if on else {},
                note="PyTorch: threads, default stream")
       for on in (False, True)],
+    Workload("multistream_compiled", "multistream", multistream(True, compiled=True),
+             tiers(dict(threads=8, layers=8, width=1024, batches=(16, 32, 64, 128, 256), evals=4,
+                        dtype="float16"),
+                   {}, dict(threads=8, layers=2, width=64, batches=(16, 32), evals=2,
+                            dtype="float16")),
+             lambda p: f"{p['threads']} thr, {p['layers']}x{p['width']}, compiled",
+             requires=("set_multi_stream", "compile"), items=lambda p: p["threads"] * p["evals"],
+             unit="eval/s", gpu_only=True,
+             targets={"gpu": Target("≥ 3× off", multistream_compiled_target)},
+             note="each thread its own pf.compile'd layers; PyTorch: threads, default stream"),
 ]
 
 GROUPS = ("matmul", "conv", "elementwise", "reduction", "softmax", "norm", "mlp", "host", "train",

@@ -8,6 +8,7 @@
 #include "pyflame/autograd.h"       // NOLINT
 #include "pyflame/backend/rocm.h"   // NOLINT
 #include "pyflame/backend/tuning.h" // NOLINT
+#include "pyflame/compile.h"         // NOLINT
 #include "pyflame/device.h"         // NOLINT
 #include "pyflame/dtype.h"          // NOLINT
 #include "pyflame/errors.h"         // NOLINT

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@ using Shape = std::vector<int64_t>;
 using Strides = std::vector<int64_t>;  // in elements; may be 0 or negative
 
 class Primitive;
+struct Node;
 class Tensor;
 
 // Device memory owned by one or more tensors (views share it).
@@ -42,6 +44,16 @@ struct Buffer {
 // before computing it, so threads sharing a graph compute each node once.
 enum class NodeState : uint32_t { Pending, Running, Done };
 
+// What a tensor handle rebound by in-place writes (Tensor::rebind: optimizer
+// steps, running statistics, x.add_()) holds now. Every version of the
+// handle's value shares one Binding, so a compiled function that captured
+// one version reads the latest one (docs/design/replay.md).
+struct Binding {
+  std::shared_ptr<Node> current() const;  // null once no handle holds it
+  mutable std::mutex mu;
+  std::weak_ptr<Node> latest;
+};
+
 struct Node {
   Shape shape;
   Strides strides;
@@ -65,6 +77,7 @@ struct Node {
   std::shared_ptr<std::atomic<uint32_t>> version;
   std::vector<uint32_t> input_versions;
   uint64_t id = 0;
+  std::shared_ptr<Binding> binding;  // null until rebound (or captured by a trace)
   // Pending until an evaluation claims it (Running), Done once its buffer is
   // published. A node made with data may still read Pending: its first
   // evaluation marks it Done without computing.
@@ -140,6 +153,10 @@ class Tensor {
   // Whether this tensor is a view sharing base's storage (a view op's
   // output, evaluated or not).
   bool is_view_of(const Tensor& base) const;
+
+  // Makes this handle hold `other`'s node (an in-place update), and
+  // records it as the latest version of this handle's Binding.
+  void rebind(const Tensor& other);
 
   Node* node() const { return node_.get(); }
   const std::shared_ptr<Node>& node_ptr() const { return node_; }

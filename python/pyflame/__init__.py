@@ -36,6 +36,7 @@ from . import amp, optim, utils  # noqa: F401,E402
 from ._dlpack import from_dlpack  # noqa: F401,E402
 from .serialization import save, load  # noqa: F401,E402
 from ._dtypes import finfo, iinfo  # noqa: F401,E402
+from ._compile import compile  # noqa: F401,E402,A004
 
 float32 = Dtype.float32
 float16 = Dtype.float16

@@ -55,13 +55,14 @@ std::vector<Tensor> grad_leaves(const std::vector<Tensor>& outputs) {
 
 void replace_keeping_grad_state(Tensor& self, const Tensor& other) {
   if (!self.requires_grad() || !self.node()->grad_leaf) {
-    self = other;
+    self.rebind(other);
     return;
   }
   Tensor g = self.grad();
-  self = detach(other);
-  self.set_requires_grad(true);
-  if (g.defined() && g.shape() == self.shape() && g.device() == self.device()) self.set_grad(g);
+  Tensor leaf = detach(other);
+  leaf.set_requires_grad(true);
+  if (g.defined() && g.shape() == leaf.shape() && g.device() == leaf.device()) leaf.set_grad(g);
+  self.rebind(leaf);
 }
 
 void def_autograd_methods(nb::class_<Tensor>& cls) {

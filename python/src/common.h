@@ -56,6 +56,10 @@ void def_autograd_methods(nb::class_<Tensor>& cls);
 // Tensor._replace: rebinds a handle (in-place updates), keeping a grad
 // leaf's requires_grad flag and, where it still fits, its gradient.
 void replace_keeping_grad_state(Tensor& self, const Tensor& other);
+// Compiled functions (pf.compile): the trace bindings, and the note a
+// handle rebound by Tensor._replace leaves in this thread's trace.
+void init_compile(nb::module_& m);
+void note_rebind(nb::handle tensor);
 // Tensor.__dlpack__ and __dlpack_device__; the import side's functions.
 void def_dlpack_methods(nb::class_<Tensor>& cls);
 // A NumPy array sharing t's memory (CPU tensors of NumPy's dtypes), for

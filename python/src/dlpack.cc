@@ -13,6 +13,7 @@
 #include "ir/primitives.h"
 #include "pyflame/backend/rocm.h"
 #include "pyflame/errors.h"
+#include "runtime/trace.h"
 
 namespace pyflame::py {
 
@@ -207,6 +208,7 @@ Tensor prepare_export(const Tensor& self, nb::handle dl_device, std::optional<bo
 
 // A capsule over t's memory that holds a reference to its buffer.
 nb::object make_capsule(const Tensor& t, bool versioned) {
+  runtime::trace_host_read("a host view of a tensor (DLPack, NumPy)");
   std::vector<size_t> shape(t.shape().begin(), t.shape().end());
   auto* keep = new std::shared_ptr<Buffer>(t.buffer());
   nb::capsule owner(keep,

@@ -197,7 +197,10 @@ void init_tensor(nb::module_& m) {
       .def("contiguous", &contiguous)
       // Rebinds this handle to another tensor's node: how in-place updates
       // (running statistics, optimizer steps) look to Python holders.
-      .def("_replace", &replace_keeping_grad_state)
+      .def("_replace", [](nb::handle self, const Tensor& other) {
+            replace_keeping_grad_state(nb::cast<Tensor&>(self), other);
+            note_rebind(self);  // a compiled function replays it
+          })
       // In-place writes: the storage's write count (torch's _version).
       .def_prop_ro("_version", &Tensor::version)
       .def("_bump_version", &Tensor::bump_version)

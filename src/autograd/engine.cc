@@ -10,6 +10,7 @@
 #include "pyflame/amp.h"
 #include "pyflame/autograd.h"
 #include "pyflame/ops.h"
+#include "runtime/trace.h"
 
 namespace pyflame {
 
@@ -200,7 +201,9 @@ void backward(const Tensor& output, const std::optional<Tensor>& gradient, bool 
     Node* n = t.node();
     if (n->grad_leaf || n->graph_released) continue;
     n->graph_released = true;
-    if (t.is_evaluated()) {  // unevaluated nodes keep what computing them needs
+    // A trace keeps the values' graphs (the replay program reads them).
+    // Unevaluated nodes keep what computing them needs.
+    if (t.is_evaluated() && !runtime::trace_keeps(n)) {
       n->inputs.clear();
       n->prim.reset();
     }

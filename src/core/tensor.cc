@@ -13,6 +13,7 @@
 #include "pyflame/ops.h"
 #include "runtime/allocator.h"
 #include "runtime/backend.h"
+#include "runtime/trace.h"
 
 namespace pyflame {
 
@@ -136,7 +137,8 @@ Tensor Tensor::make_view(Shape shape, Strides strides, int64_t offset,
   n->device = base.device();
   n->requires_grad = records_grad(n->dtype, {base});
   if (base.is_evaluated()) n->buffer = base.buffer();  // computed: share, no kernel
-  if (!n->buffer || n->requires_grad) {  // otherwise the view is just data
+  // Otherwise the view is just data; a traced view keeps how it was made.
+  if (!n->buffer || n->requires_grad || runtime::active_trace()) {
     n->prim = std::move(prim);
     n->inputs = {base};
   }
@@ -209,17 +211,38 @@ std::mutex g_grad_slot_mu;  // .grad is read and replaced from any thread
 }
 
 Tensor Tensor::grad() const {
-  std::lock_guard<std::mutex> lock(g_grad_slot_mu);
-  return node_->grad ? Tensor(node_->grad) : Tensor();
+  std::shared_ptr<Node> g;
+  {
+    std::lock_guard<std::mutex> lock(g_grad_slot_mu);
+    g = node_->grad;
+  }
+  runtime::trace_grad_read(node_, g);
+  return g ? Tensor(std::move(g)) : Tensor();
 }
 
 void Tensor::set_grad(const Tensor& g) {
   if (g.defined() && (g.shape() != shape() || g.device() != device())) {
     throw ValueError(errmsg("grad", "assigned gradient " + g.str() + " does not match " + str()));
   }
+  runtime::trace_grad_write(node_);
   std::shared_ptr<Node> old;  // released outside the lock: its destructor may run a graph
   std::lock_guard<std::mutex> lock(g_grad_slot_mu);
   old = std::exchange(node_->grad, g.node_ptr());
+}
+
+void Tensor::rebind(const Tensor& other) {
+  std::shared_ptr<Binding> b = node_ ? node_->binding : nullptr;
+  if (node_ && !b) b = node_->binding = std::make_shared<Binding>();
+  node_ = other.node_;
+  if (!b || !node_) return;
+  if (!node_->binding) node_->binding = b;
+  std::lock_guard<std::mutex> lock(b->mu);
+  b->latest = node_;
+}
+
+std::shared_ptr<Node> Binding::current() const {
+  std::lock_guard<std::mutex> lock(mu);
+  return latest.lock();
 }
 
 uint32_t Tensor::version() const { return version_of(node_.get()); }
@@ -252,6 +275,7 @@ bool Tensor::is_view_of(const Tensor& base) const {
 }
 
 void Tensor::copy_to_host(void* dst) const {
+  runtime::trace_host_read("a host read (item(), numpy(), bool() or a copy to the host)");
   Tensor h = device().is_cpu() ? *this : to_device(*this, Device::cpu());
   h.eval();
   runtime::copy_host_contiguous(h, dst);

@@ -7,6 +7,7 @@
 
 #include "core/random_bits.h"
 #include "ops/op_utils.h"
+#include "runtime/trace.h"
 
 namespace pyflame {
 
@@ -59,9 +60,14 @@ namespace {
 std::atomic<uint64_t> g_seed{0};
 std::atomic<uint64_t> g_counter{0};
 
+uint64_t key_at(uint64_t c) { return mix64(g_seed.load(std::memory_order_relaxed) ^ mix64(c + 0x5eed)); }
+
+// A traced draw notes its counter, so a replay draws at the same offset.
 uint64_t next_key() {
-  uint64_t c = g_counter.fetch_add(1, std::memory_order_relaxed);
-  return mix64(g_seed.load(std::memory_order_relaxed) ^ mix64(c + 0x5eed));
+  const uint64_t c = g_counter.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t key = key_at(c);
+  if (runtime::Trace* t = runtime::active_trace()) t->keys[key] = c - t->rng_start;
+  return key;
 }
 
 Tensor random_tensor(const Shape& shape, Dtype dtype, OptDevice device, Random::Kind kind,
@@ -76,6 +82,12 @@ void manual_seed(uint64_t seed) {
   g_seed = seed;
   g_counter = 0;
 }
+
+namespace runtime {
+uint64_t rng_reserve(uint64_t n) { return g_counter.fetch_add(n, std::memory_order_relaxed); }
+uint64_t rng_counter() { return g_counter.load(std::memory_order_relaxed); }
+uint64_t rng_key(uint64_t counter) { return key_at(counter); }
+}  // namespace runtime
 
 RngState get_rng_state() { return {g_seed.load(), g_counter.load()}; }
 

@@ -4,7 +4,10 @@
 // without one; the CPU backend implements the host copy.
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "pyflame/tensor.h"
 
@@ -39,6 +42,35 @@ class GpuEvaluation {
 // Device memory for a node on GPU `device`, on the current evaluation's
 // stream for that device.
 std::shared_ptr<Buffer> allocate_gpu(int device, size_t bytes);
+
+// ---- graph replay (docs/design/replay.md; backend/rocm/graph.cc) ----
+
+// A captured GPU graph, its private memory pool and stream context.
+class GpuGraph;
+
+// Captures an evaluation on GPU `device` as a graph: `run` is called twice
+// on a private context (its own stream, handles and memory pool): once to
+// warm up (kernels compiled, handles made, memory cached in the pool), then
+// under stream capture (thread-local mode: other threads go on). Null if it
+// cannot be captured, with the reason in `why`. Call outside an evaluation.
+std::shared_ptr<GpuGraph> gpu_graph_capture(int device, const std::function<void()>& run,
+                                            std::string& why);
+// A copy between device buffers of one device.
+struct DeviceCopy {
+  void* dst;
+  const void* src;
+  size_t bytes;
+};
+// Inside a GpuEvaluation: on this evaluation's stream of the graph's device,
+// after the graph's previous replay (on any stream) has finished, copies
+// `in` (new inputs into the graph's buffers), launches the graph and copies
+// `out` (results out of its buffers). False, doing nothing, when the
+// allocator released cached memory since the capture (clear_pool,
+// out-of-memory recovery): the graph's memory may be gone, so it is void.
+bool gpu_graph_replay(GpuGraph& graph, const std::vector<DeviceCopy>& in,
+                      const std::vector<DeviceCopy>& out);
+// Inside a GpuEvaluation: the copies, on this evaluation's stream of `device`.
+void gpu_copy(int device, const std::vector<DeviceCopy>& copies);
 
 // Copies a CPU tensor (any layout, evaluated) row-major into `dst`.
 void copy_host_contiguous(const Tensor& src, void* dst);

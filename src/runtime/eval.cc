@@ -23,6 +23,7 @@
 #include "ir/primitive.h"
 #include "runtime/allocator.h"
 #include "runtime/backend.h"
+#include "runtime/trace.h"
 
 namespace pyflame {
 
@@ -267,7 +268,8 @@ void run(const std::vector<NodeRef>& order) {
           unchecked.note(n.get(), made_check);
         }
       }
-      if (!n->requires_grad || n->grad_leaf) {
+      // A traced node keeps how it was made: the replay program reads it.
+      if ((!n->requires_grad || n->grad_leaf) && !runtime::trace_keeps(n.get())) {
         n->inputs.clear();
         n->prim.reset();
       }

@@ -2,6 +2,7 @@
 import math
 
 from .. import _core
+from .._compile import _python_state
 from .optimizer import Optimizer, _check_betas, _check_range
 
 
@@ -48,6 +49,7 @@ class Adam(Optimizer):
                 if amsgrad:
                     state["max_exp_avg_sq"] = zeros
             state["step"] += 1
+            _python_state("Adam counts its steps in Python (its bias correction)", permanent=True)
             value = p
             if weight_decay != 0:
                 if self._decoupled:

@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 
 from .. import _core
+from .._compile import _guard
 from ..autograd import enable_grad, no_grad
 from ..nn.parameter import Parameter
 
@@ -195,6 +196,7 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
+        _guard(self._options)  # a compiled step bakes the options in
         pending = []
         with no_grad():
             for group in self.param_groups:
@@ -202,6 +204,11 @@ class Optimizer:
         if pending:
             _core.eval(pending)
         return loss
+
+    def _options(self):
+        """The groups' options and sizes: what a compiled step bakes in."""
+        return [(len(g["params"]), sorted((k, v) for k, v in g.items() if k != "params"))
+                for g in self.param_groups]
 
     def _update(self, group):
         raise NotImplementedError(f"{type(self).__name__} does not implement _update")
@@ -225,7 +232,10 @@ class Optimizer:
                 index.setdefault(id(p), len(index))
             packed["params"] = [index[id(p)] for p in group["params"]]
             groups.append(packed)
-        state = {index[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index}
+        # State tensors may be rebound in place by later steps: new handles.
+        state = {index[id(p)]: {k: _core.detach(v) if isinstance(v, Tensor) else v
+                                for k, v in s.items()}
+                 for p, s in self.state.items() if id(p) in index}
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict):

@@ -1,6 +1,7 @@
 """Stochastic gradient descent (``torch.optim.SGD``)."""
 import math
 
+from .._compile import _python_state
 from .optimizer import Optimizer, _check_range, required
 
 
@@ -44,8 +45,11 @@ class SGD(Optimizer):
             if momentum != 0:
                 state = self.state[p]
                 buf = state.get("momentum_buffer")
-                buf = g if buf is None else buf * momentum + g * (1 - dampening)
-                state["momentum_buffer"] = buf
+                if buf is None:
+                    buf = state["momentum_buffer"] = g
+                    _python_state("SGD created its momentum buffers")
+                else:  # rebound in place, so a compiled step replays it
+                    buf._replace(buf * momentum + g * (1 - dampening))
                 out.append(buf)
                 g = g + buf * momentum if nesterov else buf
             out.append(self._set(p, p - g * lr))

@@ -54,4 +54,15 @@ size_t GpuEvaluation::checks_made() const { return 0; }
 std::shared_ptr<Buffer> allocate_gpu(int, size_t) {
   throw RuntimeError(errmsg("allocate", "ROCm is not available: this build has no GPU backend"));
 }
+class GpuGraph {};
+std::shared_ptr<GpuGraph> gpu_graph_capture(int, const std::function<void()>&, std::string& why) {
+  why = "this build has no GPU backend";
+  return nullptr;
+}
+bool gpu_graph_replay(GpuGraph&, const std::vector<DeviceCopy>&, const std::vector<DeviceCopy>&) {
+  return false;
+}
+void gpu_copy(int, const std::vector<DeviceCopy>&) {
+  throw RuntimeError(errmsg("compile", "ROCm is not available: this build has no GPU backend"));
+}
 }  // namespace pyflame::runtime

@@ -68,6 +68,13 @@ bool using_bundles();
 // Orders everything later queued on `after` behind what `before` holds now.
 void order_streams(hipStream_t before, hipStream_t after);
 
+// Graph capture (graph.cc): private contexts, pooled per device and reused
+// once their graph is gone, and the one this thread's evaluations use
+// while it captures (null: none).
+DeviceContext* take_capture_context(int device);
+void give_back_capture_context(DeviceContext* c);
+void set_capture_context(DeviceContext* c);
+
 // Device memory for this thread's work on ctx's stream (a node's buffer or
 // kernel scratch), freed back to ctx's pool in stream order.
 std::shared_ptr<Buffer> allocate_on(DeviceContext& ctx, size_t bytes);
@@ -80,6 +87,19 @@ std::shared_ptr<Buffer> allocate_on(DeviceContext& ctx, size_t bytes);
 // order they were made. Only inside an evaluation (eval_gpu always is).
 using CheckRaise = std::function<void(const int64_t* words)>;
 int64_t* deferred_check(DeviceContext& ctx, int words, CheckRaise raise);
+
+// While a graph is captured (graph.cc), a deferred check is the graph's: its
+// words (zeroed by the graph itself) live as long as the graph and are read
+// after each launch. take_captured_checks() hands this thread's over (and
+// forgets them); read_captured_checks copies the words once each after the
+// work queued on `stream`, waits once, and raises the first failed check.
+struct CapturedCheck {
+  std::shared_ptr<Buffer> words;
+  int count;
+  CheckRaise raise;
+};
+std::vector<CapturedCheck> take_captured_checks();
+void read_captured_checks(hipStream_t stream, const std::vector<CapturedCheck>& checks);
 
 // Makes `device` current for this thread while in scope.
 class DeviceGuard {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "backend/rocm/context.h"
@@ -71,11 +72,19 @@ void give_back(DeviceContext* b) {
   g_free_bundles[b->device].push_back(b);
 }
 
+// Graph capture (graph.cc): this thread's evaluations on the capture's
+// device run on its private context (stream, handles, memory pool).
+thread_local DeviceContext* t_capture = nullptr;
+thread_local std::vector<CapturedCheck> t_captured_checks;  // made while capturing
+std::vector<DeviceContext*> g_free_capture[kMaxDevices];  // guarded by g_pool_mu
+
 DeviceContext& resolve(EvalContext* ev, int device) {
   check_device(device);
   if (!ev) return shared_context(device);
-  DeviceContext* c = ev->bundles ? take_bundle(device) : &shared_context(device);
-  if (ev->bundles) ev->taken.push_back(c);
+  DeviceContext* c = t_capture && t_capture->device == device ? t_capture
+                     : ev->bundles                           ? take_bundle(device)
+                                                             : &shared_context(device);
+  if (ev->bundles && c != t_capture) ev->taken.push_back(c);
   ev->devices[device] = c;
   ev->touched.push_back(device);
   return *c;
@@ -149,9 +158,67 @@ hipStream_t current_stream(int device) {
 bool multi_stream() { return g_multi_stream.load(); }
 void set_multi_stream(bool on) { g_multi_stream = on; }
 
+DeviceContext* take_capture_context(int device) {
+  {
+    std::lock_guard lk(g_pool_mu);
+    auto& pool = g_free_capture[device];
+    if (!pool.empty()) {
+      DeviceContext* c = pool.back();
+      pool.pop_back();
+      return c;
+    }
+  }
+  DeviceContext* c = create_context(device);
+  c->bundle = true;  // a buffer freed from another stream is ordered first
+  return c;
+}
+
+void give_back_capture_context(DeviceContext* c) {
+  std::lock_guard lk(g_pool_mu);
+  g_free_capture[c->device].push_back(c);
+}
+
+void set_capture_context(DeviceContext* c) { t_capture = c; }
+
+std::vector<CapturedCheck> take_captured_checks() { return std::exchange(t_captured_checks, {}); }
+
+void read_captured_checks(hipStream_t stream, const std::vector<CapturedCheck>& checks) {
+  if (checks.empty()) return;
+  size_t total = 0;
+  for (const CapturedCheck& c : checks) total += c.count;
+  PinnedMemoryPool& pinned = get_pinned_pool();
+  auto* host = static_cast<int64_t*>(pinned.acquire(total * sizeof(int64_t)));
+  hipError_t err = hipSuccess;
+  size_t at = 0;
+  for (const CapturedCheck& c : checks) {
+    if (err == hipSuccess) {
+      err = hipMemcpyAsync(host + at, c.words->ptr, c.count * sizeof(int64_t), hipMemcpyDeviceToHost, stream);
+    }
+    at += c.count;
+  }
+  const hipError_t e = hipStreamSynchronize(stream);
+  if (err == hipSuccess) err = e;
+  std::vector<int64_t> words(host, host + total);
+  pinned.release(host);
+  PF_HIP_CHECK(err);
+  at = 0;
+  for (const CapturedCheck& c : checks) {
+    if (words[at] != 0) c.raise(words.data() + at);
+    at += c.count;
+  }
+}
+
 int64_t* deferred_check(DeviceContext& ctx, int words, CheckRaise raise) {
   EvalContext* ev = t_eval;
   if (!ev) throw RuntimeError(errmsg("eval", "internal error: a device check outside an evaluation"));
+  if (t_capture && &ctx == t_capture) {  // the graph's: read after each launch
+    CapturedCheck c{allocate_on(ctx, words * sizeof(int64_t)), words, std::move(raise)};
+    PF_HIP_CHECK(hipMemsetAsync(c.words->ptr, 0, words * sizeof(int64_t), ctx.stream));
+    auto* p = static_cast<int64_t*>(c.words->ptr);
+    t_captured_checks.push_back(std::move(c));
+    ++ev->checks_made;
+    return p;
+  }
   Check c{&ctx, allocate_on(ctx, words * sizeof(int64_t)), words, std::move(raise)};
   PF_HIP_CHECK(hipMemsetAsync(c.words->ptr, 0, words * sizeof(int64_t), ctx.stream));
   auto* p = static_cast<int64_t*>(c.words->ptr);

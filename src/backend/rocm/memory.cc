@@ -59,9 +59,16 @@ void* ROCmMemoryManager::take_cached(StreamPool& pool, size_t size) {
   return p;
 }
 
+namespace {
+std::atomic<uint64_t> g_release_epoch{0};
+}
+
+uint64_t release_epoch() { return g_release_epoch.load(std::memory_order_acquire); }
+
 void ROCmMemoryManager::release_cache() {
   std::lock_guard reg(pools_mu_);
   if (stats_.cached.load() == 0) return;
+  g_release_epoch.fetch_add(1, std::memory_order_acq_rel);  // captured graphs' memory may go
   DeviceGuard g(device_);
   for (auto& [stream, pool] : pools_) {
     std::lock_guard lk(pool->mu);

@@ -136,5 +136,10 @@ class PinnedMemoryPool {
 
 PinnedMemoryPool& get_pinned_pool();
 
+// Counts the times any manager returned cached blocks to the driver
+// (clear_pool, out-of-memory recovery, trimming): a captured graph whose
+// memory was cached then is void (graph.cc).
+uint64_t release_epoch();
+
 
 }  // namespace pyflame::backend::rocm

@@ -95,6 +95,21 @@ using hipFuncAttribute = cudaFuncAttribute;
 #define hipEventElapsedTime cudaEventElapsedTime
 #define hipEventDestroy cudaEventDestroy
 
+// Graphs (stream capture). hipGraphInstantiate's signature differs from
+// cudaGraphInstantiate's: use hipGraphInstantiateWithFlags.
+using hipGraph_t = cudaGraph_t;
+using hipGraphExec_t = cudaGraphExec_t;
+using hipStreamCaptureStatus = cudaStreamCaptureStatus;
+#define hipStreamBeginCapture cudaStreamBeginCapture
+#define hipStreamEndCapture cudaStreamEndCapture
+#define hipStreamIsCapturing cudaStreamIsCapturing
+#define hipStreamCaptureModeThreadLocal cudaStreamCaptureModeThreadLocal
+#define hipStreamCaptureStatusNone cudaStreamCaptureStatusNone
+#define hipGraphInstantiateWithFlags cudaGraphInstantiateWithFlags
+#define hipGraphLaunch cudaGraphLaunch
+#define hipGraphExecDestroy cudaGraphExecDestroy
+#define hipGraphDestroy cudaGraphDestroy
+
 // Kernels. HIP's hipFuncSetAttribute takes only const void*: call it as
 // hipFuncSetAttribute(reinterpret_cast<const void*>(&kernel), attr, value) on both platforms.
 #define hipFuncSetAttribute(func, attr, value) \

@@ -1,0 +1,104 @@
+// The multi_stream workload of BENCHMARKS.md driven from C++ threads, the
+// way lc0 drives its backend: each of `threads` threads uploads a batch,
+// runs `layers` fp16 layers relu(x @ W) of width `width` and downloads the
+// result, `evals` times. Three modes: multi_stream off, on, and on with each
+// thread calling its own compiled function (pyflame::compile; a GPU graph
+// replay on the thread's stream bundle). Prints evaluations per second and
+// the ratios to "off".
+//
+//   pyflame_bench_multistream [device=rocm:0] [threads=8] [layers=8] [width=1024] [evals=200]
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pyflame/backend/rocm.h"
+#include "pyflame/compile.h"
+#include "pyflame/ops.h"
+
+using namespace pyflame;
+
+namespace {
+
+struct Setup {
+  Device device = Device::cpu();
+  int threads = 8, layers = 8, width = 1024, evals = 200;
+  std::vector<int> batches{16, 32, 64, 128, 256};
+};
+
+Tensor upload(const std::vector<uint16_t>& host, int64_t batch, const Setup& s) {
+  Tensor h = Tensor::from_host(host.data(), {batch, s.width}, Dtype::Float16);
+  return s.device.is_cpu() ? h : to_device(h, s.device);
+}
+
+std::vector<Tensor> layers(const std::vector<Tensor>& ws, const Tensor& x) {
+  Tensor h = x;
+  for (const Tensor& w : ws) h = relu(matmul(h, w));
+  return {h};
+}
+
+// Evaluations per second with every thread running `evals` evaluations.
+double run(const Setup& s, const std::vector<Tensor>& ws, bool compiled) {
+  std::vector<std::vector<uint16_t>> inputs;
+  for (int b : s.batches) inputs.emplace_back(static_cast<size_t>(b) * s.width, 0x3c00);  // 1.0
+  auto worker = [&](int t) {
+    CompiledFunction fn = compile([&](const std::vector<Tensor>& in) { return layers(ws, in[0]); });
+    std::vector<uint16_t> out(static_cast<size_t>(s.batches.back()) * s.width);
+    for (int j = 0; j < s.evals; ++j) {
+      const size_t k = (t + j) % s.batches.size();
+      Tensor x = upload(inputs[k], s.batches[k], s);
+      Tensor y = compiled ? fn({x})[0] : layers(ws, x)[0];
+      y.copy_to_host(out.data());
+    }
+  };
+  worker(0);  // warm-up: kernels, handles, caches
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> ts;
+  for (int t = 0; t < s.threads; ++t) ts.emplace_back(worker, t);
+  for (auto& t : ts) t.join();
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return s.threads * s.evals / sec;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Setup s;
+  s.device = backend::rocm::is_available() ? Device::rocm(0) : Device::cpu();
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const size_t eq = a.find('=');
+    const std::string k = a.substr(0, eq), v = eq == std::string::npos ? "" : a.substr(eq + 1);
+    if (k == "device") s.device = Device::parse(v, "multistream");
+    else if (k == "threads") s.threads = std::atoi(v.c_str());
+    else if (k == "layers") s.layers = std::atoi(v.c_str());
+    else if (k == "width") s.width = std::atoi(v.c_str());
+    else if (k == "evals") s.evals = std::atoi(v.c_str());
+    else {
+      std::fprintf(stderr, "unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+  std::vector<Tensor> ws;
+  for (int i = 0; i < s.layers; ++i) {
+    ws.push_back(astype(mul(randn({s.width, s.width}, Dtype::Float32, s.device),
+                            full({}, 1.0 / std::sqrt(double(s.width)), Dtype::Float32, s.device)),
+                        Dtype::Float16));
+  }
+  eval(ws);
+  std::printf("multistream: %s, %d threads, %d x %d fp16 layers, %d evaluations per thread\n",
+              s.device.str().c_str(), s.threads, s.layers, s.width, s.evals);
+  backend::rocm::set_multi_stream(false);
+  const double off = run(s, ws, false);
+  backend::rocm::set_multi_stream(true);
+  const double on = run(s, ws, false);
+  const double comp = run(s, ws, true);
+  backend::rocm::set_multi_stream(false);
+  std::printf("  off            %9.0f eval/s\n", off);
+  std::printf("  on             %9.0f eval/s  %.2fx off\n", on, on / off);
+  std::printf("  on, compiled   %9.0f eval/s  %.2fx off\n", comp, comp / off);
+  return 0;
+}

@@ -1,0 +1,278 @@
+#include "runtime/program.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "ir/primitives.h"
+#include "ir/primitives_index.h"
+#include "ir/primitives_sort.h"
+
+namespace pyflame::runtime {
+
+namespace {
+
+// The key a random primitive draws with, or null for any other primitive.
+uint64_t* key_of(Primitive* p) {
+  if (auto* r = dynamic_cast<Random*>(p)) return &r->key;
+  if (auto* d = dynamic_cast<Dropout*>(p)) return &d->key;
+  if (auto* m = dynamic_cast<Multinomial*>(p)) return &m->key;
+  return nullptr;
+}
+
+// A copy of random primitive p drawing with `key`.
+std::shared_ptr<Primitive> with_key(const Primitive* p, uint64_t key) {
+  std::shared_ptr<Primitive> c;
+  if (auto* r = dynamic_cast<const Random*>(p)) c = std::make_shared<Random>(*r);
+  if (auto* d = dynamic_cast<const Dropout*>(p)) c = std::make_shared<Dropout>(*d);
+  if (auto* m = dynamic_cast<const Multinomial*>(p)) c = std::make_shared<Multinomial>(*m);
+  *key_of(c.get()) = key;
+  return c;
+}
+
+std::shared_ptr<Node> grad_slot(const Tensor& owner) {
+  Tensor g = owner.grad();
+  return g.defined() ? g.node_ptr() : nullptr;
+}
+
+uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 0x100000001b3ull + (h >> 29); }
+
+}  // namespace
+
+Program::Layout Program::Layout::of(const Node* n) {
+  return {n->shape, n->strides, n->offset, n->dtype, n->device, n->requires_grad};
+}
+
+bool Program::Layout::matches(const Node* n) const {
+  return n->dtype == dtype && n->device == device && n->requires_grad == requires_grad &&
+         n->offset == offset && n->shape == shape && n->strides == strides;
+}
+
+Program::Program(const Trace& t, const std::vector<Tensor>& args, const std::vector<Tensor>& outputs,
+                 const std::vector<Tensor>& rebound)
+    : draws_(t.rng_end - t.rng_start) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    args_.push_back(Layout::of(args[i].node()));
+    index_.emplace(args[i].node(), ref(Arg, static_cast<int32_t>(i)));  // the first of repeats
+  }
+  // The traced nodes every result needs, inputs first (ids grow in
+  // recording order, so sorting by id is a topological order that also
+  // keeps the order of random draws).
+  std::vector<std::shared_ptr<Node>> roots;
+  for (const auto& v : outputs) roots.push_back(v.node_ptr());
+  for (const auto& v : rebound) roots.push_back(v.node_ptr());
+  // The .grad slots the function wrote: of tensors made before the trace,
+  // and of the values it rebound handles to (an optimizer keeps .grad).
+  std::vector<std::pair<std::shared_ptr<Node>, std::shared_ptr<Node>>> writes;
+  for (const auto& n : t.grad_writes) writes.emplace_back(n, grad_slot(Tensor(n)));
+  for (const auto& v : rebound) {
+    if (!t.recorded(v.node())) continue;
+    if (auto g = grad_slot(v)) writes.emplace_back(v.node_ptr(), std::move(g));
+  }
+  for (const auto& [n, g] : writes) {
+    roots.push_back(n);
+    if (g) roots.push_back(g);
+  }
+  std::vector<std::shared_ptr<Node>> traced, stack(roots);
+  std::unordered_set<const Node*> seen;
+  while (!stack.empty()) {
+    std::shared_ptr<Node> n = std::move(stack.back());
+    stack.pop_back();
+    if (!t.recorded(n.get()) || !n->prim || index_.count(n.get()) || !seen.insert(n.get()).second) {
+      continue;
+    }
+    for (const auto& in : n->inputs) stack.push_back(in.node_ptr());
+    traced.push_back(std::move(n));
+  }
+  std::sort(traced.begin(), traced.end(), [](const auto& a, const auto& b) { return a->id < b->id; });
+  for (const auto& n : traced) {
+    Step s;
+    s.prim = n->prim;
+    s.layout = Layout::of(n.get());
+    s.grad_leaf = n->grad_leaf;
+    s.released = n->graph_released;
+    if (uint64_t* key = key_of(n->prim.get())) {
+      auto draw = t.keys.find(*key);
+      if (draw != t.keys.end()) s.draw = static_cast<int64_t>(draw->second);
+    }
+    for (const auto& in : n->inputs) s.inputs.push_back(value_of(t, in.node_ptr()));
+    index_.emplace(n.get(), ref(Val, static_cast<int32_t>(steps_.size())));
+    steps_.push_back(std::move(s));
+  }
+  for (const auto& v : outputs) outputs_.push_back(value_of(t, v.node_ptr()));
+  for (const auto& v : rebound) {
+    rebound_.push_back(value_of(t, v.node_ptr()));
+    int32_t cap = -1;
+    for (size_t c = 0; c < captured_.size() && v.node()->binding; ++c) {
+      if (captured_[c].binding == v.node()->binding) cap = static_cast<int32_t>(c);
+    }
+    rebound_cap_.push_back(cap);
+  }
+  for (const auto& [owner, g] : t.grad_reads) grad_reads_.push_back({value_of(t, owner), g != nullptr});
+  for (const auto& [n, g] : writes) grad_writes_.push_back({value_of(t, n), g ? value_of(t, g) : -1});
+  index_.clear();
+  // The trace kept how its evaluated nodes were made only for the program:
+  // they now drop it as an evaluation outside a trace would (and backward's
+  // release), so the traced call's results do not hold its whole graph.
+  for (const auto& n : traced) {
+    if (n->state.load(std::memory_order_acquire) == NodeState::Done && n->buffer &&
+        (!n->requires_grad || n->grad_leaf || n->graph_released)) {
+      n->inputs.clear();
+      n->prim.reset();
+    }
+  }
+  plan_graph();
+}
+
+int32_t Program::value_of(const Trace& t, const std::shared_ptr<Node>& n) {
+  auto it = index_.find(n.get());
+  if (it != index_.end()) return it->second;
+  const int32_t v = capture(t, n);
+  index_.emplace(n.get(), v);
+  return v;
+}
+
+// A node the trace did not compute: a tensor made before the trace (the
+// .grad of one the function read, or one followed through its Binding),
+// or data the trace made.
+int32_t Program::capture(const Trace& t, const std::shared_ptr<Node>& n) {
+  Captured c;
+  c.layout = Layout::of(n.get());
+  if (t.recorded(n.get())) {
+    c.constant = n;
+  } else {
+    // The .grad the function read, unless a handle holding the same node
+    // was rebound by the function (a momentum buffer that began as a
+    // gradient): then it is that handle's value.
+    std::shared_ptr<Node> latest = n->binding ? n->binding->current() : nullptr;
+    for (const auto& [owner, g] : t.grad_reads) {
+      if (g == n && !(latest && t.recorded(latest.get()))) {
+        c.grad_of = value_of(t, owner);
+        break;
+      }
+    }
+    if (c.grad_of < 0) {
+      if (!n->binding) n->binding = std::make_shared<Binding>();
+      std::lock_guard<std::mutex> lock(n->binding->mu);
+      std::shared_ptr<Node> latest = n->binding->latest.lock();
+      if (!latest) n->binding->latest = latest = n;
+      // An older version someone still holds is that version, not its
+      // handle's latest; a version the trace itself rebound was the latest
+      // when the trace began.
+      if (latest == n || t.recorded(latest.get())) c.binding = n->binding;
+      else c.constant = n;
+    }
+  }
+  captured_.push_back(std::move(c));
+  return ref(Cap, static_cast<int32_t>(captured_.size() - 1));
+}
+
+bool Program::resolve(const std::vector<Tensor>& args, std::vector<Tensor>& caps) const {
+  if (args.size() != args_.size()) return false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].defined() || !args_[i].matches(args[i].node())) return false;
+  }
+  auto value = [&](int32_t r) -> const Tensor& {
+    return (r >> 28) == Arg ? args[r & 0xfffffff] : caps[r & 0xfffffff];
+  };
+  caps.reserve(captured_.size());
+  for (const Captured& c : captured_) {
+    std::shared_ptr<Node> n;
+    if (c.constant) n = c.constant;
+    else if (c.binding) n = c.binding->current();
+    else n = grad_slot(value(c.grad_of));
+    if (!n || !c.layout.matches(n.get())) return false;
+    caps.emplace_back(std::move(n));
+  }
+  for (const GradRead& g : grad_reads_) {
+    if (value(g.owner).grad().defined() != g.defined) return false;
+  }
+  return true;
+}
+
+void Program::instantiate(Values& v) const {
+  const uint64_t first_draw = draws_ ? rng_reserve(draws_) : 0;
+  v.steps.reserve(steps_.size());
+  for (const Step& s : steps_) {
+    auto n = std::make_shared<Node>();
+    n->shape = s.layout.shape;
+    n->strides = s.layout.strides;
+    n->offset = s.layout.offset;
+    n->dtype = s.layout.dtype;
+    n->device = s.layout.device;
+    n->requires_grad = s.layout.requires_grad;
+    n->grad_leaf = s.grad_leaf;
+    n->prim = s.draw < 0 ? s.prim : with_key(s.prim.get(), rng_key(first_draw + s.draw));
+    n->inputs.reserve(s.inputs.size());
+    for (int32_t in : s.inputs) n->inputs.push_back(v(in));
+    v.steps.emplace_back(std::move(n));
+  }
+}
+
+std::vector<int32_t> Program::roots() const {
+  std::vector<int32_t> r(outputs_);
+  r.insert(r.end(), rebound_.begin(), rebound_.end());
+  for (const GradWrite& g : grad_writes_) {
+    if (g.grad >= 0) r.push_back(g.grad);
+  }
+  return r;
+}
+
+// What backward() released in the traced call is released after a replay
+// too: a second backward() through it raises as it would eagerly, and the
+// results do not hold the step's forward graph.
+void Program::release(const Values& v) const {
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    if (!steps_[i].released) continue;
+    Node* n = v.steps[i].node();
+    n->graph_released = true;
+    if (n->state.load(std::memory_order_acquire) == NodeState::Done && n->buffer) {
+      n->inputs.clear();
+      n->prim.reset();
+    }
+  }
+}
+
+Program::Result Program::results(const Values& v) const {
+  for (const GradWrite& g : grad_writes_) {
+    Tensor owner = v(g.owner);
+    owner.set_grad(g.grad >= 0 ? v(g.grad) : Tensor());
+  }
+  Result r;
+  for (int32_t i : outputs_) r.outputs.push_back(v(i));
+  for (int32_t i : rebound_) r.rebound.push_back(v(i));
+  return r;
+}
+
+std::optional<Program::Result> Program::replay(const std::vector<Tensor>& args) const {
+  std::vector<Tensor> caps;
+  if (!resolve(args, caps)) return std::nullopt;
+  if (graph_) {
+    if (auto r = replay_graph(args, caps)) return r;
+  }
+  Values v{args, caps, {}};
+  instantiate(v);
+  std::vector<Tensor> all;
+  for (int32_t i : roots()) all.push_back(v(i));
+  eval(all);
+  release(v);
+  return results(v);
+}
+
+uint64_t layout_signature(const std::vector<Tensor>& tensors) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const Tensor& t : tensors) {
+    const Node* n = t.node();
+    h = mix(h, static_cast<uint64_t>(n->dtype) | static_cast<uint64_t>(n->device.index + 1) << 8 |
+                   static_cast<uint64_t>(n->device.type) << 24 |
+                   static_cast<uint64_t>(n->requires_grad) << 32);
+    h = mix(h, static_cast<uint64_t>(n->offset));
+    for (size_t i = 0; i < n->shape.size(); ++i) {
+      h = mix(h, static_cast<uint64_t>(n->shape[i]));
+      h = mix(h, static_cast<uint64_t>(n->strides[i]));
+    }
+    h = mix(h, n->shape.size());
+  }
+  return h;
+}
+
+}  // namespace pyflame::runtime
