@@ -46,7 +46,9 @@ class SGD(Optimizer):
                 state = self.state[p]
                 buf = state.get("momentum_buffer")
                 if buf is None:
-                    buf = state["momentum_buffer"] = g
+                    # A tensor of its own (the value shared, not the handle):
+                    # rebinding it below must leave p.grad as it is.
+                    buf = state["momentum_buffer"] = g.detach()
                     _python_state("SGD created its momentum buffers")
                 else:  # rebound in place, so a compiled step replays it
                     buf._replace(buf * momentum + g * (1 - dampening))
