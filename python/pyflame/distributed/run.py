@@ -37,12 +37,14 @@ def mpirun_command(nproc, argv, mpirun=None):
     return cmd + [sys.executable, "-m", "pyflame.distributed.run", "--child", *argv]
 
 
-def mpi_env(master_addr="127.0.0.1", master_port=29500):
+def mpi_env(master_addr=None, master_port=None):
+    """This environment plus the launcher's settings; given values win, else
+    the environment's MASTER_ADDR / MASTER_PORT, else 127.0.0.1:29500."""
     env = dict(os.environ)
     for k, v in _MPI_ENV.items():
         env.setdefault(k, v)
-    env.setdefault("MASTER_ADDR", master_addr)
-    env.setdefault("MASTER_PORT", str(master_port))
+    for k, v, default in (("MASTER_ADDR", master_addr, "127.0.0.1"), ("MASTER_PORT", master_port, 29500)):
+        env[k] = str(v) if v is not None else env.get(k, str(default))
     return env
 
 
@@ -75,8 +77,10 @@ def main(argv=None):
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--nproc-per-node", "--nproc_per_node", type=int, default=None,
                    help="processes to start (default: the number of GPUs, at least 1)")
-    p.add_argument("--master-addr", "--master_addr", default="127.0.0.1")
-    p.add_argument("--master-port", "--master_port", type=int, default=29500)
+    p.add_argument("--master-addr", "--master_addr", default=None,
+                   help="default: $MASTER_ADDR or 127.0.0.1")
+    p.add_argument("--master-port", "--master_port", type=int, default=None,
+                   help="default: $MASTER_PORT or 29500")
     p.add_argument("script", help="the training script")
     p.add_argument("args", nargs=argparse.REMAINDER)
     a = p.parse_args(argv)
