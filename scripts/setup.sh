@@ -7,7 +7,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config libopenblas-dev libgtest-dev
-              libbenchmark-dev python3-venv python3-dev python3-numpy python3-pytest)
+              libbenchmark-dev python3-venv python3-dev python3-numpy python3-pytest
+              libopenmpi-dev openmpi-bin)
 # PyTorch (CPU) is the tests' oracle and the benchmarks' comparison; matplotlib
 # draws benchmark plots. Both optional: tests that need PyTorch skip without it.
 OPTIONAL_PACKAGES=(python3-torch python3-matplotlib)

@@ -3,6 +3,7 @@ mpirun and through the launcher), failures (a stalled rank times out, a dead
 rank ends the job) and the errors of a process that never joined a group.
 The workers live in tests/python/distributed/."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -142,6 +143,44 @@ def test_launcher_sets_environment(tmp_path):
                       "sys.exit(int(os.environ['RANK']) * 0)\n")
     rc, out = launch([str(script), "--lr", "3"], env={"MASTER_PORT": "29555"})
     assert rc == 0, out
-    lines = sorted(line for line in out.splitlines() if line.startswith("ENV"))
-    assert lines == ["ENV 0 2 0 127.0.0.1 29555 ['--lr', '3']",
+    # mpirun forwards each rank's output as it comes: lines may interleave
+    found = sorted(re.findall(r"ENV \d \d \d \S+ \d+ \[[^]]*\]", out))
+    assert found == ["ENV 0 2 0 127.0.0.1 29555 ['--lr', '3']",
                      "ENV 1 2 1 127.0.0.1 29555 ['--lr', '3']"], out
+
+
+# --------------------------------------------------- DistributedDataParallel
+
+@needs_mpi
+def test_ddp_gradients_two_processes():
+    rc, out = launch([os.path.join(HERE, "ddp.py")])
+    assert rc == 0, out
+    assert "rank 0: ddp ok" in out and "rank 1: ddp ok" in out, out
+
+
+@needs_mpi
+def test_ddp_example_matches_one_process(tmp_path):
+    """examples/train_ddp.py on 2 processes ends with the parameters one
+    process reaches on the same global batches."""
+    script = os.path.join(ROOT, "examples", "train_ddp.py")
+    args = ["--train-size", "512", "--epochs", "2", "--batch", "32"]
+    rc, out = launch([script, *args, "--save", str(tmp_path / "two.npz")])
+    assert rc == 0, out
+    assert "on 2 process(es)" in out, out
+    one = subprocess.run([sys.executable, script, *args, "--save", str(tmp_path / "one.npz")],
+                         capture_output=True, text=True, timeout=120)
+    assert one.returncode == 0, one.stdout + one.stderr
+    a, b = np.load(tmp_path / "two.npz"), np.load(tmp_path / "one.npz")
+    assert sorted(a.files) == sorted(b.files)
+    start = {}
+    for k in a.files:
+        np.testing.assert_allclose(a[k], b[k], rtol=1e-4, atol=1e-6, err_msg=k)
+        start[k] = np.abs(a[k]).max()
+    assert all(v > 0 for v in start.values())
+
+
+def test_ddp_needs_a_group():
+    if dist.is_initialized():
+        pytest.skip("a group is initialized in this process")
+    with pytest.raises(RuntimeError, match=r"\[DistributedDataParallel\] call .*init_process_group"):
+        pf.nn.parallel.DistributedDataParallel(pf.nn.Linear(2, 2))
