@@ -40,6 +40,15 @@ VPY=$ROOT/.venv/bin/python
 "$VPY" -m pip install -q --disable-pip-version-check numpy nanobind scikit-build-core pytest \
   safetensors tokenizers hypothesis
 
+# NCCL for pyflame.distributed on NVIDIA: the wheel matching the CUDA toolkit's major
+# version (its header builds the NCCL backend, its library is opened at run time).
+NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
+if [ "${PYFLAME_GPU:-AUTO}" != OFF ] && [ "${PYFLAME_GPU:-AUTO}" != ROCM ] && [ -x "$NVCC" ]; then
+  cuda_major=$("$NVCC" --version | grep -o 'release [0-9]*' | grep -o '[0-9]*$')
+  "$VPY" -m pip install -q --disable-pip-version-check "nvidia-nccl-cu${cuda_major}" ||
+    echo "note: nvidia-nccl-cu${cuda_major} not installed: no NCCL backend in this build"
+fi
+
 echo "== building PyFlame (GPU backend: ${PYFLAME_GPU:-AUTO})"
 "$VPY" -m pip install -q --disable-pip-version-check --no-build-isolation \
   -C build-dir=build/py -C cmake.define.PYFLAME_BUILD_TESTS=ON \

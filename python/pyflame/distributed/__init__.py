@@ -58,6 +58,21 @@ def is_available():
     return _c.mpi_available() or _c.gpu_collectives_available()
 
 
+def _preload_nccl():
+    """Loads NCCL from the nvidia-nccl-cu* wheel (PyTorch's too) where one is
+    installed, so that the core's dlopen("libnccl.so.2") finds it."""
+    try:
+        import ctypes
+        import nvidia.nccl
+    except ImportError:
+        return
+    for d in nvidia.nccl.__path__:
+        lib = os.path.join(d, "lib", "libnccl.so.2")
+        if os.path.exists(lib):
+            ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+            return
+
+
 def init_process_group(backend="auto", timeout=1800.0, rank=None, world_size=None,
                        init_method=None):
     """Joins the default process group.
@@ -75,6 +90,8 @@ def init_process_group(backend="auto", timeout=1800.0, rank=None, world_size=Non
     if not isinstance(backend, str):
         raise ValueError(f"[init_process_group] backend must be a string, got {backend!r}")
     seconds = _seconds(timeout)
+    if _c.gpu_collectives_available() and backend.lower() in ("auto", "nccl"):
+        _preload_nccl()
     _c.init_process_group(backend.lower(), seconds, -1 if rank is None else int(rank),
                           -1 if world_size is None else int(world_size))
     # Scripts started by plain mpirun find the usual variables afterwards.
