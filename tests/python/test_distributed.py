@@ -96,7 +96,7 @@ def test_stalled_rank_times_out():
     script = os.path.join(HERE, "failures.py")
     t0 = time.monotonic()
     rc, out = launch([script, "hang"])
-    assert "timeout ok after 1." in out, out
+    assert "timeout ok after" in out, out
     assert time.monotonic() - t0 < 30
     _no_stray(script)
 

@@ -15,7 +15,7 @@ def main(mode):
     if rank == 1:
         if mode == "die":
             os._exit(3)
-        time.sleep(2.5)
+        time.sleep(4)
         return 0
     t0 = time.monotonic()
     try:
