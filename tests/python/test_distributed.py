@@ -184,3 +184,29 @@ def test_ddp_needs_a_group():
         pytest.skip("a group is initialized in this process")
     with pytest.raises(RuntimeError, match=r"\[DistributedDataParallel\] call .*init_process_group"):
         pf.nn.parallel.DistributedDataParallel(pf.nn.Linear(2, 2))
+
+
+# ------------------------------------------------------ DistributedSampler
+
+@pytest.mark.parametrize("n,world,drop_last", [(10, 3, False), (10, 3, True), (12, 4, False), (2, 3, False)])
+def test_sampler_matches_torch_unshuffled(n, world, drop_last):
+    torch_sampler = pytest.importorskip("torch.utils.data.distributed").DistributedSampler
+    for rank in range(world):
+        mine = list(dist.DistributedSampler(n, world, rank, shuffle=False, drop_last=drop_last))
+        theirs = list(torch_sampler(range(n), world, rank, shuffle=False, drop_last=drop_last))
+        assert mine == theirs, (rank, mine, theirs)
+
+
+def test_sampler_shuffled_partition():
+    shares = [dist.DistributedSampler(100, 4, r, seed=3) for r in range(4)]
+    for s in shares:
+        s.set_epoch(2)
+    got = np.concatenate([s.indices() for s in shares])
+    assert sorted(got.tolist()) == list(range(100)) and all(len(s) == 25 for s in shares)
+    again = dist.DistributedSampler(100, 4, 0, seed=3)
+    again.set_epoch(2)
+    assert list(again) == list(shares[0])
+    again.set_epoch(3)
+    assert list(again) != list(shares[0])
+    with pytest.raises(ValueError, match=r"\[DistributedSampler\] rank 4"):
+        dist.DistributedSampler(10, 4, 4)

@@ -20,11 +20,12 @@ import os
 
 from .._core import Tensor
 from .._core import _dist as _c
+from .sampler import DistributedSampler  # noqa: E402
 
 __all__ = ["ReduceOp", "init_process_group", "is_available", "is_initialized",
            "destroy_process_group", "get_backend", "get_rank", "get_world_size",
            "barrier", "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor",
-           "reduce_scatter", "reduce_scatter_tensor", "send", "recv"]
+           "reduce_scatter", "reduce_scatter_tensor", "send", "recv", "DistributedSampler"]
 
 
 class ReduceOp:
