@@ -138,8 +138,8 @@ class MpiTransport final : public Transport {
 
  private:
   // Starts a request and polls it until done or the deadline. Polling (not
-  // MPI_Wait) is what makes the timeout possible; the back-off keeps an idle
-  // wait from burning a core that another rank on this machine needs.
+  // MPI_Wait) is what makes the timeout possible; the back-off keeps a long
+  // idle wait from burning a core that another rank on this machine needs.
   template <typename Start>
   void run(const char* fn, const char* what, Start start) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -150,13 +150,9 @@ class MpiTransport final : public Transport {
     auto t0 = std::chrono::steady_clock::now();
     auto deadline = t0 + std::chrono::duration<double>(timeout_);
     int done = 0;
-    for (int spins = 0;; ++spins) {
+    for (;;) {
       check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), fn, what);
       if (done) return;
-      if (spins < 1000) {
-        std::this_thread::yield();
-        continue;
-      }
       auto now = std::chrono::steady_clock::now();
       if (now > deadline) {
         g_broken = true;
@@ -164,7 +160,10 @@ class MpiTransport final : public Transport {
                                           " s waiting for the other ranks (a rank died, hangs or "
                                           "skipped this call); the process group is unusable"));
       }
-      std::this_thread::sleep_for(std::chrono::microseconds(now - t0 < std::chrono::seconds(1) ? 20 : 500));
+      // MPI progresses large messages only inside MPI_Test: poll tightly at
+      // first, then back off for a long wait.
+      if (now - t0 < std::chrono::milliseconds(200)) std::this_thread::yield();
+      else std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
   }
 
