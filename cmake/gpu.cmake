@@ -90,9 +90,14 @@ endif()
 set(PYFLAME_GPU_CCL OFF)
 if(PYFLAME_GPU_BACKEND STREQUAL "CUDA")
   set(nccl_hints ${CUDAToolkit_INCLUDE_DIRS})
-  find_package(Python COMPONENTS Interpreter QUIET)
-  if(Python_EXECUTABLE)
-    execute_process(COMMAND "${Python_EXECUTABLE}" -c
+  # The interpreter scikit-build-core names, else python3 (no find_package here: the
+  # extension's own Python lookup comes later).
+  set(nccl_python "${Python_EXECUTABLE}")
+  if(NOT nccl_python)
+    find_program(nccl_python python3)
+  endif()
+  if(nccl_python)
+    execute_process(COMMAND "${nccl_python}" -c
                     "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'include'))"
                     OUTPUT_VARIABLE wheel_nccl OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
     list(APPEND nccl_hints ${wheel_nccl})
