@@ -84,6 +84,35 @@ elseif(NOT PYFLAME_GPU_BACKEND STREQUAL "OFF")
   message(FATAL_ERROR "PYFLAME_GPU must be AUTO, OFF, ROCM or CUDA")
 endif()
 
+# GPU collectives (pyflame.distributed): NCCL's header on NVIDIA (the CUDA toolkit's, the
+# system's or the nvidia-nccl-cu* wheel's), RCCL's on AMD. Only the header: the library is
+# opened at run time (gpu/ccl.h). Without it the GPU build has no NCCL/RCCL backend.
+set(PYFLAME_GPU_CCL OFF)
+if(PYFLAME_GPU_BACKEND STREQUAL "CUDA")
+  set(nccl_hints ${CUDAToolkit_INCLUDE_DIRS})
+  # The interpreter scikit-build-core names, else python3 (no find_package here: the
+  # extension's own Python lookup comes later).
+  set(nccl_python "${Python_EXECUTABLE}")
+  if(NOT nccl_python)
+    find_program(nccl_python python3)
+  endif()
+  if(nccl_python)
+    execute_process(COMMAND "${nccl_python}" -c
+                    "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'include'))"
+                    OUTPUT_VARIABLE wheel_nccl OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    list(APPEND nccl_hints ${wheel_nccl})
+  endif()
+  find_path(PYFLAME_CCL_INCLUDE nccl.h HINTS ${nccl_hints})
+elseif(PYFLAME_GPU_BACKEND STREQUAL "ROCM")
+  find_path(PYFLAME_CCL_INCLUDE rccl/rccl.h HINTS ${ROCM_PATH}/include)
+endif()
+if(PYFLAME_CCL_INCLUDE)
+  set(PYFLAME_GPU_CCL ON)
+endif()
+if(NOT PYFLAME_GPU_BACKEND STREQUAL "OFF")
+  message(STATUS "PyFlame GPU collectives (NCCL/RCCL header): ${PYFLAME_GPU_CCL} ${PYFLAME_CCL_INCLUDE}")
+endif()
+
 function(pyflame_add_gpu_backend target)
   if(PYFLAME_GPU_BACKEND STREQUAL "OFF")
     return()
@@ -91,6 +120,11 @@ function(pyflame_add_gpu_backend target)
   file(GLOB hip_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/backend/rocm/kernels/*.hip)
   file(GLOB host_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/backend/rocm/*.cc
        ${PROJECT_SOURCE_DIR}/src/backend/rocm/gpu/*.cc)
+  if(PYFLAME_GPU_CCL)
+    target_include_directories(${target} PRIVATE ${PYFLAME_CCL_INCLUDE})
+  else()
+    list(FILTER host_sources EXCLUDE REGEX "/collectives\\.cc$")  # src/distributed/no_gpu_ccl.cc instead
+  endif()
   target_sources(${target} PRIVATE ${hip_sources} ${host_sources})
   if(PYFLAME_GPU_BACKEND STREQUAL "CUDA")
     set_source_files_properties(${hip_sources} PROPERTIES LANGUAGE CUDA)

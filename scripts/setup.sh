@@ -7,7 +7,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config libopenblas-dev libsleef-dev libgtest-dev
-              libbenchmark-dev python3-venv python3-dev python3-numpy python3-pytest)
+              libbenchmark-dev python3-venv python3-dev python3-numpy python3-pytest
+              libopenmpi-dev openmpi-bin)
 # PyTorch (CPU) is the tests' oracle and the benchmarks' comparison; matplotlib
 # draws benchmark plots. Both optional: tests that need PyTorch skip without it.
 OPTIONAL_PACKAGES=(python3-torch python3-matplotlib)
@@ -38,6 +39,15 @@ VPY=$ROOT/.venv/bin/python
 "$VPY" -m pip install -q --disable-pip-version-check --upgrade pip
 "$VPY" -m pip install -q --disable-pip-version-check numpy nanobind scikit-build-core pytest \
   safetensors tokenizers hypothesis
+
+# NCCL for pyflame.distributed on NVIDIA: the wheel matching the CUDA toolkit's major
+# version (its header builds the NCCL backend, its library is opened at run time).
+NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
+if [ "${PYFLAME_GPU:-AUTO}" != OFF ] && [ "${PYFLAME_GPU:-AUTO}" != ROCM ] && [ -x "$NVCC" ]; then
+  cuda_major=$("$NVCC" --version | grep -o 'release [0-9]*' | grep -o '[0-9]*$')
+  "$VPY" -m pip install -q --disable-pip-version-check "nvidia-nccl-cu${cuda_major}" ||
+    echo "note: nvidia-nccl-cu${cuda_major} not installed: no NCCL backend in this build"
+fi
 
 echo "== building PyFlame (GPU backend: ${PYFLAME_GPU:-AUTO})"
 "$VPY" -m pip install -q --disable-pip-version-check --no-build-isolation \

@@ -33,6 +33,7 @@ from .autograd import (  # noqa: F401
 from . import backend  # noqa: F401
 from . import nn  # noqa: F401
 from . import amp, optim, utils  # noqa: F401,E402
+from . import distributed  # noqa: F401,E402
 from ._dlpack import from_dlpack  # noqa: F401,E402
 from .serialization import save, load  # noqa: F401,E402
 from ._dtypes import finfo, iinfo  # noqa: F401,E402

@@ -50,6 +50,7 @@ Axes to_axes(nb::handle obj, const char* fn);
 
 void init_tensor(nb::module_& m);
 void init_fusion(nb::module_& m);
+void init_distributed(nb::module_& m);
 void init_autograd(nb::module_& m);
 // Tensor.requires_grad, .grad, .backward(), .detach() and friends.
 void def_autograd_methods(nb::class_<Tensor>& cls);

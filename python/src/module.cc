@@ -52,4 +52,5 @@ NB_MODULE(_core, m) {
   pyflame::py::init_ops_sort(m);
   pyflame::py::init_fusion(m);
   pyflame::py::init_compile(m);
+  pyflame::py::init_distributed(m);
 }

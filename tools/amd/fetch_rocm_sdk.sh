@@ -21,7 +21,8 @@ mirror=${PYFLAME_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 
 # Headers (sid, ROCm 6.4) and device bitcode (trixie; sid's newer one targets a newer LLVM than 19).
-sid_pkgs=(libamdhip64-dev libhsa-runtime-dev librocblas-dev libmiopen-dev libamd-comgr-dev libhipsolver-dev)
+sid_pkgs=(libamdhip64-dev libhsa-runtime-dev librocblas-dev libmiopen-dev libamd-comgr-dev libhipsolver-dev
+          librccl-dev)
 trixie_pkgs=(rocm-device-libs-17)
 # Runtime libraries (the -dev packages' .so links point into these), shared objects only.
 sid_lib_pkgs=(libamdhip64-6 libhiprtc6 libhiprtc-builtins6 libhsa-runtime64-1 libamd-comgr3 librocblas4

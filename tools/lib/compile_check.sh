@@ -33,3 +33,12 @@ fused_sources() {  # repo outdir wave_size
     echo "note: pyflame is not importable from $1/.venv: generated fused kernels not checked" >&2
   fi
 }
+
+# The directory holding nccl.h (collectives.cc): the CUDA toolkit's, the system's, or the
+# nvidia-nccl-cu* wheel's in the project's .venv (scripts/setup.sh installs it on CUDA machines).
+nccl_include() {  # repo cuda
+  local d
+  for d in "$2/include" /usr/include; do [[ -f $d/nccl.h ]] && { echo "$d"; return; }; done
+  [[ -x $1/.venv/bin/python ]] && "$1/.venv/bin/python" -c \
+    "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'include'))" 2>/dev/null
+}

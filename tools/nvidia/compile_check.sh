@@ -21,6 +21,7 @@ export ccbin=${NVCC_CCBIN:-}
 
 # fresh (incremental objects) and gpu_sources (the file list).
 source "$repo/tools/lib/compile_check.sh"
+export nccl_inc=${nccl_inc-$(nccl_include "$repo" "$cuda")}
 
 compile_one() {
   local src=$1 rel=${1#$repo/} t0=$SECONDS
@@ -31,7 +32,7 @@ compile_one() {
   # The two --ext flags give nvcc clang-HIP's rules: constexpr functions (std::numeric_limits)
   # and lambdas usable in device code. The NVIDIA build must pass them too.
   local cmd=("$cuda/bin/nvcc" -x cu -std=c++20 -O2 "${flags[@]}" --expt-relaxed-constexpr
-    --extended-lambda -DPYFLAME_GPU_CUDA -I"$repo/include" -I"$repo/src"
+    --extended-lambda -DPYFLAME_GPU_CUDA -I"$repo/include" -I"$repo/src" ${nccl_inc:+-I"$nccl_inc"}
     -MD -MF "$obj.d" -c "$src" -o "$obj")
   if fresh "$obj" "$obj.d" "$obj.cmd" "${cmd[*]}"; then
     t0=cached

@@ -17,5 +17,6 @@ from . import functional, init, parameter
 from .parameter import Parameter
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
+from . import parallel  # noqa: E402  (needs the modules above)
 
-__all__ = ["Parameter", "functional", "init"] + list(_modules_all)
+__all__ = ["Parameter", "functional", "init", "parallel"] + list(_modules_all)

@@ -1,0 +1,304 @@
+// The GPU transport of pyflame::distributed: NCCL on NVIDIA, RCCL on AMD, through
+// gpu/ccl.h (docs/design/distributed.md). Each collective is enqueued on the stream the
+// device's work uses (current_stream: the evaluation's stream inside one, the device's shared
+// stream otherwise), after its input was evaluated on it; the call then polls the stream with
+// the group's deadline, so a dead or stalled rank raises instead of hanging (the communicator
+// is aborted). Host-side exchanges (the unique id, the cross-rank checks) go through MPI.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <type_traits>
+
+#include "backend/rocm/context.h"
+#include "backend/rocm/gpu/ccl.h"
+#include "distributed/gpu_transport.h"
+#include "pyflame/backend/rocm.h"
+#include "pyflame/errors.h"
+#include "pyflame/ops.h"
+
+namespace pyflame::gpu {
+
+const CclApi* ccl_api(std::string* error) {
+  static std::string why;
+  static const CclApi* api = []() -> const CclApi* {
+    void* lib = dlopen(kCclLibrary, RTLD_NOW | RTLD_GLOBAL);
+    if (!lib) {
+      const char* e = dlerror();
+      why = std::string("cannot open ") + kCclLibrary + ": " + (e ? e : "not found");
+      return nullptr;
+    }
+    static CclApi a;
+    auto load = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+      if (!fn) why += std::string(why.empty() ? "" : ", ") + kCclLibrary + " lacks " + name;
+    };
+    load(a.get_unique_id, "ncclGetUniqueId");
+    load(a.comm_init_rank, "ncclCommInitRank");
+    load(a.comm_destroy, "ncclCommDestroy");
+    load(a.comm_abort, "ncclCommAbort");
+    load(a.comm_get_async_error, "ncclCommGetAsyncError");
+    load(a.get_error_string, "ncclGetErrorString");
+    load(a.all_reduce, "ncclAllReduce");
+    load(a.broadcast, "ncclBroadcast");
+    load(a.all_gather, "ncclAllGather");
+    load(a.reduce_scatter, "ncclReduceScatter");
+    load(a.send, "ncclSend");
+    load(a.recv, "ncclRecv");
+    load(a.group_start, "ncclGroupStart");
+    load(a.group_end, "ncclGroupEnd");
+    return why.empty() ? &a : nullptr;
+  }();
+  if (!api && error) *error = why;
+  return api;
+}
+
+}  // namespace pyflame::gpu
+
+namespace pyflame::distributed::detail {
+
+namespace {
+
+namespace r = pyflame::backend::rocm;
+using gpu::CclApi;
+
+ncclDataType_t ccl_type(Dtype t, const char* fn) {
+  switch (t) {
+    case Dtype::Bool: return ncclUint8;  // 0/1: reduced with max (or) and min (and)
+    case Dtype::UInt8: return ncclUint8;
+    case Dtype::Int8: return ncclInt8;
+    case Dtype::Int32: return ncclInt32;
+    case Dtype::Int64: return ncclInt64;
+    case Dtype::Float16: return ncclFloat16;
+    case Dtype::BFloat16: return ncclBfloat16;
+    case Dtype::Float32: return ncclFloat32;
+    case Dtype::Float64: return ncclFloat64;
+    default: break;
+  }
+  throw ValueError(errmsg(fn, std::string(gpu::kCclName) + " cannot reduce " + dtype_name(t)));
+}
+
+ncclRedOp_t ccl_op(ReduceOp op, Dtype t) {
+  if (t == Dtype::Bool) return op == ReduceOp::Min ? ncclMin : ncclMax;
+  switch (op) {
+    case ReduceOp::Max: return ncclMax;
+    case ReduceOp::Min: return ncclMin;
+    default: return ncclSum;
+  }
+}
+
+int local_rank() {
+  for (const char* name : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"})
+    if (const char* v = std::getenv(name)) return std::atoi(v);
+  return 0;
+}
+
+class CclTransport final : public Transport {
+ public:
+  CclTransport(const CclApi* api, int rank, int world, int device, double timeout_s,
+               std::unique_ptr<Transport> host)
+      : api_(api), rank_(rank), size_(world), device_(device), timeout_(timeout_s), host_(std::move(host)) {
+    ncclUniqueId id;
+    if (rank_ == 0) check(api_->get_unique_id(&id), "init_process_group", "ncclGetUniqueId");
+    if (size_ > 1) host_->broadcast(&id, sizeof(id), 0, "init_process_group");
+    PF_HIP_CHECK(hipSetDevice(device_));
+    check(api_->comm_init_rank(&comm_, size_, id, rank_), "init_process_group", "ncclCommInitRank");
+  }
+  ~CclTransport() override {
+    if (comm_ && !broken_) api_->comm_destroy(comm_);
+  }
+  std::string name() const override { return gpu::kCclName; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  bool on_gpu() const override { return true; }
+  int device() const { return device_; }
+
+  void barrier(const char* fn) override {
+    Tensor one = zeros({1}, Dtype::Float32, Device::rocm(device_));
+    one.eval();
+    all_reduce(one.raw_data(), 1, Dtype::Float32, ReduceOp::Sum, fn);
+  }
+  void all_reduce(void* buf, size_t count, Dtype dtype, ReduceOp op, const char* fn) override {
+    run(fn, "ncclAllReduce", [&](hipStream_t s) {
+      return api_->all_reduce(buf, buf, count, ccl_type(dtype, fn), ccl_op(op, dtype), comm_, s);
+    });
+  }
+  void broadcast(void* buf, size_t bytes, int root, const char* fn) override {
+    run(fn, "ncclBroadcast", [&](hipStream_t s) { return api_->broadcast(buf, buf, bytes, ncclUint8, root, comm_, s); });
+  }
+  void all_gather(const void* in, void* out, size_t bytes, const char* fn) override {
+    run(fn, "ncclAllGather", [&](hipStream_t s) { return api_->all_gather(in, out, bytes, ncclUint8, comm_, s); });
+  }
+  void reduce_scatter(const void* in, void* out, size_t count, Dtype dtype, ReduceOp op, const char* fn) override {
+    run(fn, "ncclReduceScatter", [&](hipStream_t s) {
+      return api_->reduce_scatter(in, out, count, ccl_type(dtype, fn), ccl_op(op, dtype), comm_, s);
+    });
+  }
+  void send(const void* buf, size_t bytes, int dst, int, const char* fn) override {
+    run(fn, "ncclSend", [&](hipStream_t s) { return api_->send(buf, bytes, ncclUint8, dst, comm_, s); });
+  }
+  void recv(void* buf, size_t bytes, int src, int, const char* fn) override {
+    run(fn, "ncclRecv", [&](hipStream_t s) { return api_->recv(buf, bytes, ncclUint8, src, comm_, s); });
+  }
+  void host_all_gather(const void* in, void* out, size_t bytes, const char* fn) override {
+    if (size_ == 1) std::memcpy(out, in, bytes);
+    else host_->host_all_gather(in, out, bytes, fn);
+  }
+  void host_send(const void* buf, size_t bytes, int dst, int tag, const char* fn) override {
+    host_->host_send(buf, bytes, dst, tag, fn);  // size 1: check_peer refused already
+  }
+  void host_recv(void* buf, size_t bytes, int src, int tag, const char* fn) override {
+    host_->host_recv(buf, bytes, src, tag, fn);
+  }
+
+ private:
+  void check(ncclResult_t rc, const char* fn, const char* what) {
+    if (rc != ncclSuccess)
+      throw RuntimeError(errmsg(fn, std::string(what) + " failed: " + api_->get_error_string(rc)));
+  }
+
+  // Enqueues on the device's current stream, then polls it until done, the
+  // communicator reports an error, or the deadline (then aborts it).
+  template <typename Enqueue>
+  void run(const char* fn, const char* what, Enqueue enqueue) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (broken_)
+      throw RuntimeError(errmsg(fn, "the process group failed earlier and is unusable; exit and restart"));
+    hipStream_t stream = r::current_stream(device_);
+    check(enqueue(stream), fn, what);
+    auto t0 = std::chrono::steady_clock::now();
+    auto deadline = t0 + std::chrono::duration<double>(timeout_);
+    for (int spins = 0;; ++spins) {
+      hipError_t e = hipStreamQuery(stream);
+      if (e == hipSuccess) return;
+      if (e != hipErrorNotReady) PF_HIP_CHECK(e);
+      ncclResult_t async = ncclSuccess;
+      api_->comm_get_async_error(comm_, &async);
+      bool late = std::chrono::steady_clock::now() > deadline;
+      if (async != ncclSuccess || late) {
+        broken_ = true;
+        api_->comm_abort(comm_);
+        comm_ = nullptr;
+        throw RuntimeError(errmsg(fn, late ? "timed out after " + std::to_string(timeout_) +
+                                                 " s waiting for the other ranks (a rank died, hangs or skipped "
+                                                 "this call); the process group is unusable"
+                                           : std::string(what) + " failed: " + api_->get_error_string(async)));
+      }
+      if (spins < 1000) std::this_thread::yield();
+      else std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+
+  const CclApi* api_;
+  int rank_, size_, device_;
+  double timeout_;
+  std::unique_ptr<Transport> host_;  // MPI, for the id and the checks (null in a world of one)
+  ncclComm_t comm_ = nullptr;
+  bool broken_ = false;
+  std::mutex mu_;
+};
+
+CclTransport& ccl(Transport& t) { return static_cast<CclTransport&>(t); }
+
+// The input evaluated and row-major on the communicator's device.
+Tensor staged(const Tensor& x, CclTransport& t, const char* fn) {
+  if (!x.device().is_gpu() || x.device().index != t.device())
+    throw ValueError(errmsg(fn, "backend '" + t.name() + "' of this process works on rocm:" +
+                                    std::to_string(t.device()) + ", the tensor is on " + x.device().str() +
+                                    (x.device().is_cpu() ? " (use backend='mpi' for CPU tensors)" : "")));
+  Tensor c = contiguous(x);
+  c.eval();
+  return c;
+}
+
+// A new buffer on the device, ordered on its stream before the collective.
+Tensor fresh(const Shape& shape, Dtype dtype, const CclTransport& t) {
+  Tensor z = zeros(shape, dtype, Device::rocm(t.device()));
+  z.eval();
+  return z;
+}
+
+}  // namespace
+
+bool gpu_collectives_compiled() { return true; }
+bool gpu_collectives_usable() { return r::is_available() && gpu::ccl_api(nullptr) != nullptr; }
+std::string gpu_collectives_name() { return gpu::kCclName; }
+
+std::unique_ptr<Transport> make_gpu_transport(int rank, int world, double timeout_s) {
+  const char* fn = "init_process_group";
+  std::string why;
+  const CclApi* api = gpu::ccl_api(&why);
+  if (!api)
+    throw RuntimeError(errmsg(fn, std::string("backend '") + gpu::kCclName + "': " + why +
+                                      " (NVIDIA: pip install nvidia-nccl-cu13, or a system NCCL on the "
+                                      "library path; AMD: ROCm's librccl)"));
+  if (!r::is_available()) throw RuntimeError(errmsg(fn, std::string("backend '") + gpu::kCclName + "' needs a GPU"));
+  // The unique id travels through MPI when more than one process takes part.
+  std::unique_ptr<Transport> host;
+  if (mpi_env_size() > 1 || world > 1) {
+    host = make_mpi_transport(timeout_s);
+    rank = host->rank();
+    world = host->size();
+  }
+  rank = std::max(rank, 0);
+  world = std::max(world, 1);
+  int device = local_rank() % r::get_device_count();
+  return std::make_unique<CclTransport>(api, rank, world, device, timeout_s, std::move(host));
+}
+
+Tensor gpu_all_reduce(Transport& t, const Tensor& x, ReduceOp op, const char* fn) {
+  CclTransport& c = ccl(t);
+  Tensor in = staged(x, c, fn);
+  Tensor out = fresh(in.shape(), in.dtype(), c);
+  if (in.size() == 0) return out;
+  PF_HIP_CHECK(hipMemcpyAsync(out.raw_data(), in.raw_data(), in.nbytes(), hipMemcpyDeviceToDevice,
+                              r::current_stream(c.device())));
+  c.all_reduce(out.raw_data(), in.size(), in.dtype(), op, fn);
+  return out;
+}
+
+Tensor gpu_broadcast(Transport& t, const Tensor& x, int src, const char* fn) {
+  CclTransport& c = ccl(t);
+  Tensor in = staged(x, c, fn);
+  Tensor out = fresh(in.shape(), in.dtype(), c);
+  if (in.size() == 0) return out;
+  PF_HIP_CHECK(hipMemcpyAsync(out.raw_data(), in.raw_data(), in.nbytes(), hipMemcpyDeviceToDevice,
+                              r::current_stream(c.device())));
+  c.broadcast(out.raw_data(), in.nbytes(), src, fn);
+  return out;
+}
+
+Tensor gpu_all_gather(Transport& t, const Tensor& x, const Shape& out_shape, const char* fn) {
+  CclTransport& c = ccl(t);
+  Tensor in = staged(x, c, fn);
+  Tensor out = fresh(out_shape, in.dtype(), c);
+  if (in.size() > 0) c.all_gather(in.raw_data(), out.raw_data(), in.nbytes(), fn);
+  return out;
+}
+
+Tensor gpu_reduce_scatter(Transport& t, const Tensor& x, const Shape& out_shape, ReduceOp op, const char* fn) {
+  CclTransport& c = ccl(t);
+  Tensor in = staged(x, c, fn);
+  Tensor out = fresh(out_shape, in.dtype(), c);
+  if (out.size() > 0) c.reduce_scatter(in.raw_data(), out.raw_data(), out.size(), in.dtype(), op, fn);
+  return out;
+}
+
+void gpu_send(Transport& t, const Tensor& x, int dst, const char* fn) {
+  CclTransport& c = ccl(t);
+  Tensor in = staged(x, c, fn);
+  if (in.size() > 0) c.send(in.raw_data(), in.nbytes(), dst, 0, fn);
+}
+
+Tensor gpu_recv(Transport& t, const Tensor& like, int src, const char* fn) {
+  CclTransport& c = ccl(t);
+  if (!like.device().is_gpu() || like.device().index != c.device()) staged(like, c, fn);  // raises
+  Tensor out = fresh(like.shape(), like.dtype(), c);
+  if (out.size() > 0) c.recv(out.raw_data(), out.nbytes(), src, 0, fn);
+  return out;
+}
+
+}  // namespace pyflame::distributed::detail

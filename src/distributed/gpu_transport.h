@@ -1,0 +1,29 @@
+// The GPU side of pyflame::distributed: NCCL (NVIDIA) or RCCL (AMD) through
+// one platform header (backend/rocm/gpu/ccl.h). Implemented by
+// backend/rocm/collectives.cc in GPU builds and by no_gpu_ccl.cc otherwise.
+// Each gpu_* call takes evaluated row-major device buffers and enqueues the
+// collective on the device's evaluation stream (docs/design/distributed.md).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "distributed/backend.h"
+
+namespace pyflame::distributed::detail {
+
+bool gpu_collectives_compiled();
+// Compiled in and a GPU is present: what backend='auto' picks.
+bool gpu_collectives_usable();
+std::string gpu_collectives_name();  // "nccl" or "rccl"
+// A communicator over the GPU of LOCAL_RANK (or rank % device count). The
+// unique id travels through MPI when the world has more than one process.
+std::unique_ptr<Transport> make_gpu_transport(int rank, int world, double timeout_s);
+
+Tensor gpu_all_reduce(Transport& t, const Tensor& x, ReduceOp op, const char* fn);
+Tensor gpu_broadcast(Transport& t, const Tensor& x, int src, const char* fn);
+Tensor gpu_all_gather(Transport& t, const Tensor& x, const Shape& out_shape, const char* fn);
+Tensor gpu_reduce_scatter(Transport& t, const Tensor& x, const Shape& out_shape, ReduceOp op, const char* fn);
+void gpu_send(Transport& t, const Tensor& x, int dst, const char* fn);
+Tensor gpu_recv(Transport& t, const Tensor& like, int src, const char* fn);
+
+}  // namespace pyflame::distributed::detail
