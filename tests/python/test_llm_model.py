@@ -541,12 +541,16 @@ def test_tokenizer_and_cli(ckpt):
     assert ids == [7, 12, 4]
     out = llm.generate(model, ids, 5, stop=[])
     expected = tok.decode(out)
-    r = subprocess.run([sys.executable, "-m", "pyflame.llm", "--model", path, "--prompt", "w4 w9 w1",
-                        "--max-tokens", "5", "--device", "cpu"],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert expected.split()[0] in r.stdout
-    assert "prefill" in r.stderr and "decode" in r.stderr and "tok/s" in r.stderr
+    shown = []
+    for flags in ([], ["--no-compile"]):  # compiled decode (default) and eager: the same text
+        r = subprocess.run([sys.executable, "-m", "pyflame.llm", "--model", path, "--prompt", "w4 w9 w1",
+                            "--max-tokens", "5", "--device", "cpu", *flags],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert expected.split()[0] in r.stdout
+        assert "prefill" in r.stderr and "decode" in r.stderr and "tok/s" in r.stderr
+        shown.append(r.stdout)
+    assert shown[0] == shown[1]
     r = subprocess.run([sys.executable, "-m", "pyflame.llm", "--model", str(path) + "x", "--prompt", "a"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "is not a directory" in r.stderr

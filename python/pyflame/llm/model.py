@@ -38,20 +38,26 @@ class KVCache:
         self.device, self._step, self._consts = device, None, None
 
     def write(self, layer, k, v, pos):
-        """Writes k, v (batch, kv_heads, S, head_dim) at pos (an int, or a 0-d
-        int64 tensor for one token per row); returns the caches. Rebinding the
-        handles (``_replace``) leaves the new versions as the only holders of
-        the old ones, so evaluation updates the buffers in place; under a
-        compiled step the rebinding is the step's side effect, replayed."""
+        """Writes k, v (batch, kv_heads, S, head_dim) at slot pos (an int), or
+        one token per row at the flat positions pos (a tensor, ``index(p)``:
+        the compiled decode step); returns the caches. Rebinding the handles
+        (``_replace``) leaves the new versions as the only holders of the old
+        ones, so evaluation updates the buffers in place; under a compiled
+        step the rebinding is the step's side effect, replayed."""
         if isinstance(pos, C.Tensor):
-            index = self.constants()["slot0"] + pos * k.shape[-1]
-            new_k, new_v = C.put(self.keys[layer], index, k), C.put(self.values[layer], index, v)
+            new_k, new_v = C.put(self.keys[layer], pos, k), C.put(self.values[layer], pos, v)
         else:
             new_k = C.slice_update(self.keys[layer], k, pos, 2)
             new_v = C.slice_update(self.values[layer], v, pos, 2)
         self.keys[layer]._replace(new_k)
         self.values[layer]._replace(new_v)
         return self.keys[layer], self.values[layer]
+
+    def index(self, pos):
+        """The flat positions (batch, kv_heads, 1, head_dim) of one token per
+        row at slot pos (a 0-d int64 tensor) in each layer's keys and values:
+        computed once per step, written by every layer."""
+        return self.constants()["slot0"] + pos * self.keys[0].shape[-1]
 
     def constants(self):
         """Device tensors a compiled decode step reads (made once): slot0, the
@@ -164,7 +170,7 @@ class LlamaModel:
             if padded:
                 ok = ok & (slots >= c["pad"])
             return pf.broadcast_to(ok, [B, 1, 1, L])
-        return self._forward(ids, pos, cache, rope_pos, mask)
+        return self._forward(ids, cache.index(pos), cache, rope_pos, mask)
 
     def _ids(self, input_ids):
         """input_ids as a (B, S) int64 tensor on the model's device."""
@@ -179,8 +185,9 @@ class LlamaModel:
         return ids
 
     def _forward(self, ids, pos, cache, rope_pos, mask):
-        """Logits of ids at position pos (int or 0-d tensor); mask(window) is
-        that window's attention mask (None: causal from pos)."""
+        """Logits of ids at slot pos (an int, or the cache's flat write
+        positions for a compiled step, which also passes rope_pos and masks);
+        mask(window) is that window's attention mask (None: causal from pos)."""
         cfg = self.config
         masks = {}  # window -> attention mask
         h = C.embedding(ids, self.embed)
@@ -226,7 +233,7 @@ class LlamaModel:
         q = C.transpose(q.reshape([B, S, H, hd]), [0, 2, 1, 3])
         k = C.transpose(k.reshape([B, S, Hkv, hd]), [0, 2, 1, 3])
         v = C.transpose(v.reshape([B, S, Hkv, hd]), [0, 2, 1, 3])
-        off = pos if rope_pos is None else 0  # a tensor pos comes with rope_pos
+        off = pos if rope_pos is None else 0  # a tensor pos comes with rope_pos and a mask
         q = C.rope(q, rope_pos, offset=off, theta=cfg.rope_theta, inv_freq=self._inv_freq)
         k = C.rope(k, rope_pos, offset=off, theta=cfg.rope_theta, inv_freq=self._inv_freq)
         if cache is not None:
