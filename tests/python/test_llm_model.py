@@ -329,8 +329,14 @@ def test_compiled_decode_replays_the_eager_step(device, ckpt, variant, rng):
         a.append(model([[t]], eager).numpy()[:, -1])
         b.append(model.decode([[t]], comp).numpy()[:, -1])
     assert comp.offset == eager.offset == 14 and len(traces) == 1   # one trace, 7 replays
+    # Eager writes between replays (a second prompt chunk) are read by the next replay.
+    more = rng.integers(0, cfg["vocab_size"], size=3).tolist()
+    model([more[:2]], eager), model([more[:2]], comp)
+    a.append(model([more[2:]], eager).numpy()[:, -1])
+    b.append(model.decode([more[2:]], comp).numpy()[:, -1])
+    assert len(traces) == 1
     np.testing.assert_allclose(np.concatenate(b), np.concatenate(a), rtol=1e-5, atol=1e-5)
-    ref = ref_forward(cfg, W, np.array([seq]))[0, 5:]
+    ref = ref_forward(cfg, W, np.array([seq + more]))[0, [*range(5, 14), 16]]
     np.testing.assert_allclose(np.concatenate(b), ref, rtol=2e-4, atol=2e-4)
     # The cache holds what the eager steps wrote: the writes stayed in place.
     for layer in range(cfg["num_hidden_layers"]):
