@@ -131,7 +131,8 @@ class LlamaModel:
         # Per-row rotary positions only for padded rows; else the offset.
         rope_pos = None if pad is None else self._positions(pad, pos, S)
         L = cache.max_len if cache is not None else S
-        logits = self._forward(ids, pos, cache, rope_pos, lambda win: self._mask(B, S, pos, L, pad, win))
+        logits = self._forward(ids, pos, cache, rope_pos,
+                               lambda win: self._attend(self._mask(B, S, pos, L, pad, win), pos))
         if cache is not None:
             cache.offset = pos + S
         return logits
@@ -163,14 +164,22 @@ class LlamaModel:
         rope_pos = pos - c["pad"].reshape([B, 1, 1]) if padded else pos.reshape([1, 1, 1])
         slots = c["slots"].reshape([1, 1, 1, L])
 
-        def mask(win):
+        def attend(win):
+            if not padded and (win is None or L <= win):  # the fused kernel reads pos
+                return self._attend(None, pos)
             ok = slots <= pos
             if win is not None:
                 ok = ok & ((pos - slots) < win)
             if padded:
                 ok = ok & (slots >= c["pad"])
-            return pf.broadcast_to(ok, [B, 1, 1, L])
-        return self._forward(ids, cache.index(pos), cache, rope_pos, mask)
+            return self._attend(pf.broadcast_to(ok, [B, 1, 1, L]), pos)
+        return self._forward(ids, cache.index(pos), cache, rope_pos, attend)
+
+    @staticmethod
+    def _attend(mask, pos):
+        """Attention's arguments: the mask, or causal from pos (an int or a
+        0-d tensor, read at evaluation)."""
+        return {"attn_mask": mask} if mask is not None else {"causal": True, "causal_offset": pos}
 
     def _ids(self, input_ids):
         """input_ids as a (B, S) int64 tensor on the model's device."""
@@ -184,18 +193,18 @@ class LlamaModel:
             raise ValueError(f"[llm] input_ids must be (batch, seq) or (seq,), got shape {tuple(ids.shape)}")
         return ids
 
-    def _forward(self, ids, pos, cache, rope_pos, mask):
+    def _forward(self, ids, pos, cache, rope_pos, attend):
         """Logits of ids at slot pos (an int, or the cache's flat write
-        positions for a compiled step, which also passes rope_pos and masks);
-        mask(window) is that window's attention mask (None: causal from pos)."""
+        positions for a compiled step, which also passes rope_pos);
+        attend(window) gives that window's attention arguments."""
         cfg = self.config
-        masks = {}  # window -> attention mask
+        attn = {}  # window -> attention arguments
         h = C.embedding(ids, self.embed)
         for i, lw in enumerate(self.layers):
             win = cfg.layer_window(i)
-            if win not in masks:
-                masks[win] = mask(win)
-            h = self._layer(h, lw, i, pos, cache, rope_pos, masks[win])
+            if win not in attn:
+                attn[win] = attend(win)
+            h = self._layer(h, lw, i, pos, cache, rope_pos, attn[win])
         h = C.rms_norm(h, self.norm, cfg.rms_norm_eps)
         return _linear(h, self.lm_head)
 
@@ -222,7 +231,7 @@ class LlamaModel:
         ok = ok | (k == q)  # a padding query sees itself: no empty softmax
         return pf.tensor(np.ascontiguousarray(ok[:, None]), dtype=pf.bool_, device=self.device)
 
-    def _layer(self, h, w, i, pos, cache, rope_pos, mask):
+    def _layer(self, h, w, i, pos, cache, rope_pos, attn):
         cfg = self.config
         B, S = h.shape[0], h.shape[1]
         H, Hkv, hd = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
@@ -233,15 +242,12 @@ class LlamaModel:
         q = C.transpose(q.reshape([B, S, H, hd]), [0, 2, 1, 3])
         k = C.transpose(k.reshape([B, S, Hkv, hd]), [0, 2, 1, 3])
         v = C.transpose(v.reshape([B, S, Hkv, hd]), [0, 2, 1, 3])
-        off = pos if rope_pos is None else 0  # a tensor pos comes with rope_pos and a mask
+        off = pos if rope_pos is None else 0  # a tensor pos comes with rope_pos
         q = C.rope(q, rope_pos, offset=off, theta=cfg.rope_theta, inv_freq=self._inv_freq)
         k = C.rope(k, rope_pos, offset=off, theta=cfg.rope_theta, inv_freq=self._inv_freq)
         if cache is not None:
             k, v = cache.write(i, k, v, pos)
-        if mask is not None:
-            o = C.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-        else:
-            o = C.scaled_dot_product_attention(q, k, v, causal=True, causal_offset=pos)
+        o = C.scaled_dot_product_attention(q, k, v, **attn)
         o = C.transpose(o, [0, 2, 1, 3]).reshape([B, S, H * hd])
         h = h + _linear(o, w["self_attn.o_proj.weight"], w.get("self_attn.o_proj.bias"))
         x = C.rms_norm(h, w["post_attention_layernorm.weight"], cfg.rms_norm_eps)
