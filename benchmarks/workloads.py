@@ -280,23 +280,28 @@ def train_step_compiled(F, p, dt):
 
 # ------------------------------------------------------------ LLM decode, prefill
 
-def llm_decode(F, p, dt):
-    """One decode token of a Llama-shaped model (random weights in a temporary
-    safetensors directory, loaded by pyflame.llm; PyTorch runs the same weights,
-    see llm_model.py), batch 1, at position `ctx` of a fixed-capacity KV cache
-    filled by a prefill. Every step rewinds the cache to `ctx`, so all steps
-    cost the same."""
-    import llm_model
-    model = llm_model.load(F, p, dt)
-    cache = model.make_cache(1, p["ctx"] + 1)
-    prompt = [[(7 * i + 3) % p["vocab"] for i in range(p["ctx"])]]
-    F.run(model(prompt, cache))
-    token = [[5]]
+def llm_decode(compiled):
+    def build(F, p, dt):
+        """One decode token of a Llama-shaped model (random weights in a
+        temporary safetensors directory, loaded by pyflame.llm; PyTorch runs
+        the same weights, see llm_model.py), batch 1, at position `ctx` of a
+        fixed-capacity KV cache filled by a prefill. Every step rewinds the
+        cache to `ctx`, so all steps cost the same. compiled: ours through
+        model.decode (the compiled step generate uses: one trace, on a GPU one
+        graph, replayed per token); else the eager model call. PyTorch: eager."""
+        import llm_model
+        model = llm_model.load(F, p, dt)
+        cache = model.make_cache(1, p["ctx"] + 1)
+        prompt = [[(7 * i + 3) % p["vocab"] for i in range(p["ctx"])]]
+        F.run(model(prompt, cache))
+        token = [[5]]
+        run = model.decode if compiled and not F.is_torch else model
 
-    def step():
-        cache.offset = p["ctx"]
-        return model(token, cache)
-    return step
+        def step():
+            cache.offset = p["ctx"]
+            return run(token, cache)
+        return step
+    return build
 
 
 def llm_prefill(F, p, dt):
@@ -477,18 +482,21 @@ WORKLOADS = [
              flops=lambda p: 3 * mlp_flops(p["batch"]),
              targets={"gpu": time_at_most("≤ 0.30 ms", 0.30e-3)},
              note="pf.compile of the whole step; PyTorch: eager"),
-    Workload("llm_decode", "llm", llm_decode,
-             tiers(dict(d=2048, layers=16, heads=16, kv_heads=16, ffn=5632, vocab=32000, ctx=256,
-                        dtype="float16"),
-                   dict(d=512, layers=4, heads=8, kv_heads=8, ffn=1408, vocab=32000, ctx=128,
-                        dtype="float32"),
-                   dict(d=64, layers=2, heads=2, kv_heads=2, ffn=176, vocab=256, ctx=16,
-                        dtype="float32")),
-             lambda p: f"d{p['d']} L{p['layers']} ctx{p['ctx']}",
-             requires=("llm", "slice_update"), bytes=llm_bytes, unit="tok/s",
-             targets={"gpu": rate_at_least("≥ 1,200 tok/s", 1200),
-                      "cpu": ratio_at_most("≤ PyTorch", 1.0)},
-             note="pyflame.llm model; PyTorch: same weights, static cache, SDPA"),
+    *[Workload("llm_decode" + ("" if compiled else "_eager"), "llm", llm_decode(compiled),
+               tiers(dict(d=2048, layers=16, heads=16, kv_heads=16, ffn=5632, vocab=32000, ctx=256,
+                          dtype="float16"),
+                     dict(d=512, layers=4, heads=8, kv_heads=8, ffn=1408, vocab=32000, ctx=128,
+                          dtype="float32"),
+                     dict(d=64, layers=2, heads=2, kv_heads=2, ffn=176, vocab=256, ctx=16,
+                          dtype="float32")),
+               lambda p: f"d{p['d']} L{p['layers']} ctx{p['ctx']}",
+               requires=("llm", "slice_update") + (("compile",) if compiled else ()),
+               bytes=llm_bytes, unit="tok/s",
+               targets={"gpu": rate_at_least("≥ 1,200 tok/s", 1200),
+                        "cpu": ratio_at_most("≤ PyTorch", 1.0)} if compiled else {},
+               note=("pyflame.llm compiled decode step" if compiled else "pyflame.llm eager step")
+               + "; PyTorch: same weights, static cache, SDPA, eager")
+      for compiled in (True, False)],
     Workload("llm_prefill", "llm", llm_prefill,
              tiers(dict(d=2048, layers=16, heads=16, kv_heads=16, ffn=5632, vocab=32000, prompt=512,
                         dtype="float16"),

@@ -46,6 +46,13 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                     const std::optional<Tensor>& attn_mask = {},
                                     double dropout_p = 0.0, int64_t causal_offset = 0);
 
+// Causal attention whose offset is a 0-d integer tensor read at evaluation
+// (query i attends to keys j <= i + causal_offset; a negative value hides
+// keys, all of them gives zeros): one recorded graph serves every position
+// of a fixed-capacity cache, as a replayed decode step needs.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Tensor& causal_offset, std::optional<double> scale = {});
+
 // With a KV cache: keys/values are concat(k_cache, k) and concat(v_cache, v)
 // along axis -2 (caches (B, Hkv, S_past, D/Dv)); causal masking is offset by
 // S_past (query i attends to keys j <= S_past + i). Returns the output and

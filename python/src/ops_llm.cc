@@ -24,7 +24,7 @@ void init_ops_llm(nb::module_& m) {
   m.def("scaled_dot_product_attention",
         [](nb::handle q, nb::handle k, nb::handle v, bool causal, std::optional<double> scale,
            nb::handle k_cache, nb::handle v_cache, nb::handle attn_mask, double dropout_p, bool is_causal,
-           bool enable_gqa, int64_t causal_offset) -> nb::object {
+           bool enable_gqa, nb::handle causal_offset) -> nb::object {
     (void)enable_gqa;
     const char* fn = "scaled_dot_product_attention";
     Tensor tq = as_tensor(q, nullptr, fn);
@@ -35,10 +35,18 @@ void init_ops_llm(nb::module_& m) {
       throw ValueError(errmsg(fn, "k_cache and v_cache must be given together"));
     }
     causal = causal || is_causal;
-    if (k_cache.is_none()) {
-      return nb::cast(scaled_dot_product_attention(tq, tk, tv, causal, scale, mask, dropout_p, causal_offset));
+    if (nb::isinstance<Tensor>(causal_offset)) {  // read at evaluation: one graph for every position
+      if (!causal || mask || dropout_p > 0.0 || !k_cache.is_none()) {
+        throw ValueError(errmsg(fn, "a tensor causal_offset needs causal=True and no attn_mask, "
+                                    "dropout_p or k_cache"));
+      }
+      return nb::cast(scaled_dot_product_attention(tq, tk, tv, nb::cast<Tensor>(causal_offset), scale));
     }
-    if (causal_offset != 0) {
+    const int64_t offset = to_int64(causal_offset, fn, "causal_offset");
+    if (k_cache.is_none()) {
+      return nb::cast(scaled_dot_product_attention(tq, tk, tv, causal, scale, mask, dropout_p, offset));
+    }
+    if (offset != 0) {
       throw ValueError(errmsg(fn, "causal_offset is implied by k_cache's length; do not pass both"));
     }
     AttentionWithCache r = scaled_dot_product_attention_cached(
@@ -47,7 +55,7 @@ void init_ops_llm(nb::module_& m) {
   }, nb::arg("q").none(), nb::arg("k").none(), nb::arg("v").none(), nb::arg("causal") = false,
      nb::arg("scale") = none, nb::arg("k_cache") = none, nb::arg("v_cache") = none,
      nb::arg("attn_mask") = none, nb::arg("dropout_p") = 0.0, nb::arg("is_causal") = false,
-     nb::arg("enable_gqa") = false, nb::arg("causal_offset") = 0,
+     nb::arg("enable_gqa") = false, nb::arg("causal_offset") = nb::int_(0),
      "softmax(q k^T * scale [+ mask]) v for q (B, H, Sq, D), k (B, Hkv, Sk, D), v (B, Hkv, Sk, Dv)\n"
      "(or 3-d without B).\n\n"
      "H must be a multiple of Hkv (grouped-query attention: head h uses kv head h // (H // Hkv)).\n"
@@ -59,7 +67,9 @@ void init_ops_llm(nb::module_& m) {
      "sequence axis, causal masking is offset by S_past (query i attends to keys j <= S_past + i),\n"
      "and the call returns (out, new_k_cache, new_v_cache): pass those back on the next step.\n"
      "causal_offset (with causal, no k_cache): query i attends to keys j <= i + causal_offset, for\n"
-     "queries at positions causal_offset.. of a fixed-capacity cache written with slice_update.");
+     "queries at positions causal_offset.. of a fixed-capacity cache written with slice_update.\n"
+     "causal_offset may be a 0-d integer tensor (with causal, no mask, dropout or k_cache): read\n"
+     "at evaluation, so a compiled decode step replays one graph for every position.");
 }
 
 }  // namespace pyflame::py

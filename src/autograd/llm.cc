@@ -30,16 +30,18 @@ std::vector<Tensor> Rope::vjp(const std::vector<Tensor>& in, const Tensor& c, co
 std::vector<Tensor> Attention::vjp(const std::vector<Tensor>& in, const Tensor& c, const Tensor&,
                                    const std::vector<int>& argnums) {
   std::vector<Tensor> leaves;
-  for (const Tensor& t : in) {
-    Tensor l = detach(t);
+  for (int i = 0; i < 3; ++i) {  // q, k, v (a 4th input, the offset, is an integer)
+    Tensor l = detach(in[i]);
     l.set_requires_grad(true);
     leaves.push_back(l);
   }
+  std::optional<Tensor> offset_t;
+  if (in.size() > 3) offset_t = in[3];
   Tensor out;
   {
     GradModeGuard grad_on(true);
     out = attention_composed(leaves[0], leaves[1], leaves[2], causal, scale, causal_offset,
-                             std::nullopt, 0.0);
+                             std::nullopt, 0.0, offset_t);
   }
   std::vector<Tensor> wrt;
   for (int i : argnums) wrt.push_back(leaves[i]);

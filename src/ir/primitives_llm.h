@@ -40,7 +40,8 @@ class Rope : public Primitive {
 
 // Attention over 4-d q (B, H, Sq, D), k (B, Hkv, Sk, D), v (B, Hkv, Sk, Dv),
 // any strides, same floating dtype; output (B, H, Sq, Dv) row-major. With
-// causal, query i sees keys j <= i + causal_offset.
+// causal, query i sees keys j <= i + causal_offset (+ the value of a 0-d
+// int64 fourth input, when there is one: an offset known at evaluation).
 class Attention : public Primitive {
  public:
   Attention(float s, bool c, int64_t off) : scale(s), causal(c), causal_offset(off) {}

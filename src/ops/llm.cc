@@ -91,7 +91,8 @@ const char* kSdpa = "scaled_dot_product_attention";
 // heads broadcast over each group of query heads. mask: none, bool (true =
 // attend) or additive, already broadcast to (B, H, Sq, Sk) in q's dtype.
 Tensor attention_composed(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, float scale,
-                          int64_t offset, const std::optional<Tensor>& mask, double dropout_p) {
+                          int64_t offset, const std::optional<Tensor>& mask, double dropout_p,
+                          const std::optional<Tensor>& offset_t) {
   const int64_t B = q.shape()[0], H = q.shape()[1], Sq = q.shape()[2], D = q.shape()[3];
   const int64_t Hkv = k.shape()[1], Sk = k.shape()[2], Dv = v.shape()[3];
   const int64_t G = H / Hkv;
@@ -103,6 +104,7 @@ Tensor attention_composed(const Tensor& q, const Tensor& k, const Tensor& v, boo
     Tensor i = reshape(arange(static_cast<double>(offset), static_cast<double>(offset + Sq), 1.0,
                               Dtype::Int64, q.device()),
                        {Sq, 1});
+    if (offset_t) i = add(i, *offset_t);
     Tensor j = reshape(arange(0, static_cast<double>(Sk), 1.0, Dtype::Int64, q.device()), {1, Sk});
     s = where(ge(i, j), s, neg_inf);
   }
@@ -120,11 +122,11 @@ namespace {
 
 Tensor attention_impl(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, bool causal,
                       std::optional<double> scale, int64_t offset, const std::optional<Tensor>& mask_in,
-                      double dropout_p) {
+                      double dropout_p, const std::optional<Tensor>& offset_t = std::nullopt) {
   if (auto low = autocast_dtype()) {  // mixed precision: run in the autocast dtype
     AutocastGuard off(std::nullopt);
     return attention_impl(autocast_cast(q_in, *low), autocast_cast(k_in, *low), autocast_cast(v_in, *low),
-                          causal, scale, offset, mask_in, dropout_p);
+                          causal, scale, offset, mask_in, dropout_p, offset_t);
   }
   const char* fn = kSdpa;
   for (const Tensor* t : {&q_in, &k_in, &v_in}) check_defined(*t, fn);
@@ -202,9 +204,11 @@ Tensor attention_impl(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
                                   (gpu && (D > kFusedMaxHeadDim || Dv > kFusedMaxHeadDim ||
                                            (Sq > kFusedMaxQueries && score_bytes <= kMaxScoreBytes))));
   if (composed) {
-    out = attention_composed(q, k, v, causal, sc, offset, mask, dropout_p);
+    out = attention_composed(q, k, v, causal, sc, offset, mask, dropout_p, offset_t);
   } else {
-    out = Tensor::make(out_shape, t, q.device(), std::make_shared<Attention>(sc, causal, offset), {q, k, v});
+    std::vector<Tensor> ins{q, k, v};
+    if (offset_t) ins.push_back(*offset_t);
+    out = Tensor::make(out_shape, t, q.device(), std::make_shared<Attention>(sc, causal, offset), std::move(ins));
   }
   return nd == 3 ? squeeze(out, Axes{0}) : out;
 }
@@ -218,6 +222,19 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     throw ValueError(errmsg(kSdpa, "causal_offset must be >= 0, got " + std::to_string(causal_offset)));
   }
   return attention_impl(q, k, v, causal, scale, causal_offset, attn_mask, dropout_p);
+}
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Tensor& causal_offset, std::optional<double> scale) {
+  check_defined(causal_offset, kSdpa);
+  check_same_device(q, causal_offset, kSdpa);
+  if (causal_offset.ndim() != 0 || !is_integral(causal_offset.dtype())) {
+    throw ValueError(errmsg(kSdpa, "a tensor causal_offset must be a 0-d integer tensor, got " +
+                                       std::string(dtype_name(causal_offset.dtype())) + " of shape " +
+                                       shape_str(causal_offset.shape())));
+  }
+  Tensor off = astype(causal_offset, Dtype::Int64);
+  return attention_impl(q, k, v, true, scale, 0, std::nullopt, 0.0, off);
 }
 
 AttentionWithCache scaled_dot_product_attention_cached(const Tensor& q, const Tensor& k, const Tensor& v,

@@ -27,7 +27,9 @@ inline void check_shape(const Shape& s, const char* fn) { checked_shape_size(s, 
 
 // Attention from matmul and softmax on 4-d (B, H, S, D) inputs (the fused
 // kernel's reference and its gradient path); mask already (B, H, Sq, Sk).
+// offset_t: a 0-d int64 tensor added to the causal offset.
 Tensor attention_composed(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, float scale,
-                          int64_t offset, const std::optional<Tensor>& mask, double dropout_p);
+                          int64_t offset, const std::optional<Tensor>& mask, double dropout_p,
+                          const std::optional<Tensor>& offset_t = std::nullopt);
 
 }  // namespace pyflame

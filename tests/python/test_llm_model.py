@@ -302,6 +302,73 @@ def test_cache_batch_and_capacity_errors(device, ckpt):
         model.make_cache(0, 8)
 
 
+# ------------------------------------------------------------------- compiled decode
+
+def _count_traces(model):
+    """Counts runs of the decode step's Python code (traces; replays skip it)."""
+    calls = []
+    step = model._decode_step
+
+    def counted(*args):
+        calls.append(1)
+        return step(*args)
+    model._decode_step = counted
+    return calls
+
+
+@pytest.mark.parametrize("variant", ["llama3", "qwen2", "mistral_swa", "qwen2_swa"])
+def test_compiled_decode_replays_the_eager_step(device, ckpt, variant, rng):
+    path, cfg, W = ckpt(variant)
+    model, _ = llm.load(path, device=device)
+    traces = _count_traces(model)
+    seq = rng.integers(0, cfg["vocab_size"], size=14).tolist()
+    eager, comp = model.make_cache(1, 20), model.make_cache(1, 20)
+    a = [model([seq[:6]], eager).numpy()[:, -1]]
+    b = [model([seq[:6]], comp).numpy()[:, -1]]
+    for t in seq[6:]:  # past the windows (4, 3): the mask slides under replay too
+        a.append(model([[t]], eager).numpy()[:, -1])
+        b.append(model.decode([[t]], comp).numpy()[:, -1])
+    assert comp.offset == eager.offset == 14 and len(traces) == 1   # one trace, 7 replays
+    # Eager writes between replays (a second prompt chunk) are read by the next replay.
+    more = rng.integers(0, cfg["vocab_size"], size=3).tolist()
+    model([more[:2]], eager), model([more[:2]], comp)
+    a.append(model([more[2:]], eager).numpy()[:, -1])
+    b.append(model.decode([more[2:]], comp).numpy()[:, -1])
+    assert len(traces) == 1
+    np.testing.assert_allclose(np.concatenate(b), np.concatenate(a), rtol=1e-5, atol=1e-5)
+    ref = ref_forward(cfg, W, np.array([seq + more]))[0, [*range(5, 14), 16]]
+    np.testing.assert_allclose(np.concatenate(b), ref, rtol=2e-4, atol=2e-4)
+    # The cache holds what the eager steps wrote: the writes stayed in place.
+    for layer in range(cfg["num_hidden_layers"]):
+        np.testing.assert_allclose(comp.keys[layer].numpy(), eager.keys[layer].numpy(), atol=1e-6)
+        np.testing.assert_allclose(comp.values[layer].numpy(), eager.values[layer].numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("variant", ["llama2", "gqa", "mistral_swa"])
+def test_compiled_generate_equals_eager(device, ckpt, variant, rng):
+    path, cfg, _ = ckpt(variant)
+    model, _ = llm.load(path, device=device)
+    rows = [rng.integers(0, cfg["vocab_size"], size=n).tolist() for n in (5, 2, 8)]
+    for prompt in (rows[0], rows):      # one prompt, a left-padded batch
+        want = llm.generate(model, prompt, 9, stop=[], compile=False)
+        assert llm.generate(model, prompt, 9, stop=[]) == want
+    kw = dict(temperature=0.8, top_k=12, top_p=0.9, seed=3, stop=[])
+    assert llm.generate(model, rows, 6, **kw) == llm.generate(model, rows, 6, compile=False, **kw)
+
+
+def test_compiled_decode_errors(device, ckpt):
+    path, cfg, _ = ckpt("llama2")
+    model, _ = llm.load(path, device=device)
+    cache = model.make_cache(2, 4)
+    model([[1, 2, 3], [4, 5, 6]], cache)
+    with pytest.raises(ValueError, match=r"\[llm\] decode takes one token per row"):
+        model.decode([[1, 2], [3, 4]], cache)
+    model.decode([[1], [2]], cache)
+    with pytest.raises(ValueError, match="capacity"):
+        model.decode([[1], [2]], cache)
+    assert cache.offset == 4
+
+
 # ------------------------------------------------------------------- batches
 
 @pytest.mark.parametrize("variant", ["llama3", "mistral_swa"])
@@ -480,12 +547,16 @@ def test_tokenizer_and_cli(ckpt):
     assert ids == [7, 12, 4]
     out = llm.generate(model, ids, 5, stop=[])
     expected = tok.decode(out)
-    r = subprocess.run([sys.executable, "-m", "pyflame.llm", "--model", path, "--prompt", "w4 w9 w1",
-                        "--max-tokens", "5", "--device", "cpu"],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert expected.split()[0] in r.stdout
-    assert "prefill" in r.stderr and "decode" in r.stderr and "tok/s" in r.stderr
+    shown = []
+    for flags in ([], ["--no-compile"]):  # compiled decode (default) and eager: the same text
+        r = subprocess.run([sys.executable, "-m", "pyflame.llm", "--model", path, "--prompt", "w4 w9 w1",
+                            "--max-tokens", "5", "--device", "cpu", *flags],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert expected.split()[0] in r.stdout
+        assert "prefill" in r.stderr and "decode" in r.stderr and "tok/s" in r.stderr
+        shown.append(r.stdout)
+    assert shown[0] == shown[1]
     r = subprocess.run([sys.executable, "-m", "pyflame.llm", "--model", str(path) + "x", "--prompt", "a"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "is not a directory" in r.stderr

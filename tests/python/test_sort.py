@@ -420,6 +420,40 @@ def test_attention_causal_offset(device, Sq):
         pf.scaled_dot_product_attention(f(q), f(k), f(v), causal=True, causal_offset=-1)
 
 
+@pytest.mark.parametrize("Sq", [1, 5, 24])
+def test_attention_tensor_causal_offset(device, Sq):
+    """A 0-d tensor offset is read at evaluation: one compiled function serves
+    every offset (a replayed decode step), with grouped heads, in both the
+    fused (Sq <= 16 on the GPU) and composed paths, and differentiates."""
+    rng = np.random.default_rng(Sq)
+    q = rng.standard_normal((2, 4, Sq, 16))
+    k = rng.standard_normal((2, 2, 40, 16))
+    v = rng.standard_normal((2, 2, 40, 16))
+    kr, vr = np.repeat(k, 2, 1), np.repeat(v, 2, 1)
+    f = lambda a: pf.tensor(a.astype(np.float32), device=device)  # noqa: E731
+    step = pf.compile(lambda q, k, v, o: pf.scaled_dot_product_attention(q, k, v, causal=True,
+                                                                         causal_offset=o))
+    for off in (6, 0, 16):
+        k[:, :, Sq + off:] = 1e3   # past the last query's position: must not be read
+        kr = np.repeat(k, 2, 1)
+        o = pf.tensor(off, dtype=pf.int64, device=device)
+        assert_close(step(f(q), f(k), f(v), o), _np_attention(q, kr, vr, off), "float32", rtol=1e-4, atol=1e-4)
+        o32 = pf.tensor(off, dtype=pf.int32, device=device)
+        out = pf.scaled_dot_product_attention(f(q), f(k), f(v), causal=True, causal_offset=o32)
+        assert_close(out, _np_attention(q, kr, vr, off), "float32", rtol=1e-4, atol=1e-4)
+    # Gradients match the int offset's.
+    grads = []
+    for off in (pf.tensor(3, dtype=pf.int64, device=device), 3):
+        tq = f(q).requires_grad_()
+        pf.scaled_dot_product_attention(tq, f(k), f(v), causal=True, causal_offset=off).sum().backward()
+        grads.append(tq.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match=r"\[scaled_dot_product_attention\] a tensor causal_offset needs"):
+        pf.scaled_dot_product_attention(f(q), f(k), f(v), causal_offset=o)
+    with pytest.raises(ValueError, match=r"0-d integer tensor"):
+        pf.scaled_dot_product_attention(f(q), f(k), f(v), causal=True, causal_offset=pf.tensor([1.0]))
+
+
 def test_rope_inv_freq(device):
     x = np.random.randn(2, 3, 7, 8)
     inv = np.random.rand(4) + 0.01

@@ -20,6 +20,8 @@ def main(argv=None):
     ap.add_argument("--top-k", type=int, default=None)
     ap.add_argument("--top-p", type=float, default=None)
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--no-compile", action="store_true",
+                    help="run each decode step eagerly (default: one compiled step replayed per token)")
     args = ap.parse_args(argv)
     try:
         model, tok = load(args.model, dtype=args.dtype, device=args.device)
@@ -36,7 +38,7 @@ def main(argv=None):
     t0 = time.perf_counter()
     t_first = None
     for t in stream_generate(model, prompt, args.max_tokens, args.temperature, args.top_k,
-                             args.top_p, args.seed):
+                             args.top_p, args.seed, compile=not args.no_compile):
         if t_first is None:
             t_first = time.perf_counter()
         out.append(t)

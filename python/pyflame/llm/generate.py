@@ -55,7 +55,7 @@ def _stop_set(model, stop):
 
 
 def stream_generate(model, prompt_ids, max_tokens, temperature=0.0, top_k=None, top_p=None,
-                    seed=None, stop=None):
+                    seed=None, stop=None, compile=True):
     """Yields up to max_tokens new token ids as they are produced.
 
     prompt_ids: one prompt (a list of ids or a 1-d tensor): yields ints. Or a
@@ -67,7 +67,10 @@ def stream_generate(model, prompt_ids, max_tokens, temperature=0.0, top_k=None, 
     decode step on a fixed-capacity KV cache. seed: calls pf.manual_seed(seed)
     first. stop: a token id or ids that end a row (yielded, then the row
     stops); default: the config's eos_token_id. Generation ends when every
-    row has stopped or after max_tokens steps."""
+    row has stopped or after max_tokens steps. compile: decode through the
+    cache's compiled step (``model.decode``: one trace, on a GPU one graph
+    replayed per token); False runs every step eagerly. Both give the same
+    tokens."""
     rows, batched = _prompts(prompt_ids)
     if max_tokens <= 0:
         return
@@ -88,16 +91,17 @@ def stream_generate(model, prompt_ids, max_tokens, temperature=0.0, top_k=None, 
         if all(done) or i + 1 == max_tokens:
             return
         # Finished rows keep stepping (fixed shapes); their tokens are dropped.
-        logits = model([[t] for t in toks], cache)
+        run = model.decode if compile else model
+        logits = run([[t] for t in toks], cache)
 
 
 def generate(model, prompt_ids, max_tokens, temperature=0.0, top_k=None, top_p=None, seed=None,
-             stop=None):
+             stop=None, compile=True):
     """The new token ids (see stream_generate): a list for one prompt, a list
     of lists (one per prompt, each ending at its stop token) for a batch."""
     rows, batched = _prompts(prompt_ids)
     steps = stream_generate(model, rows if batched else rows[0], max_tokens, temperature, top_k,
-                            top_p, seed, stop)
+                            top_p, seed, stop, compile)
     if not batched:
         return list(steps)
     out = [[] for _ in rows]

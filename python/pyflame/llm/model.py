@@ -11,7 +11,13 @@ how many leading slots of each row are padding, and a mask keeps them out of
 attention while each row's rotary positions start at its first real token.
 Sliding-window attention (Mistral) is the same mask restricted to the last W
 positions.
+
+Decode can also run compiled (``model.decode``, what ``generate`` uses): the
+step takes its position as a 0-d tensor, so one trace (one GPU graph) serves
+every token of a cache (docs/design/kv_cache.md).
 """
+import functools
+
 import numpy as np
 
 import pyflame as pf
@@ -29,14 +35,44 @@ class KVCache:
         self.values = [pf.zeros(*shape, dtype=dtype, device=device) for _ in range(config.num_hidden_layers)]
         self.batch, self.max_len, self.offset = batch, max_len, 0
         self.pad = [0] * batch if pad is None else [int(p) for p in pad]
+        self.device, self._step, self._consts = device, None, None
 
     def write(self, layer, k, v, pos):
-        """Writes k, v (batch, kv_heads, S, head_dim) at pos; returns the caches.
-        Rebinding the list entries leaves the new versions as the only holders
-        of the old ones, so evaluation updates the buffers in place."""
-        self.keys[layer] = C.slice_update(self.keys[layer], k, pos, 2)
-        self.values[layer] = C.slice_update(self.values[layer], v, pos, 2)
+        """Writes k, v (batch, kv_heads, S, head_dim) at slot pos (an int), or
+        one token per row at the flat positions pos (a tensor, ``index(p)``:
+        the compiled decode step); returns the caches. Rebinding the handles
+        (``_replace``) leaves the new versions as the only holders of the old
+        ones, so evaluation updates the buffers in place; under a compiled
+        step the rebinding is the step's side effect, replayed."""
+        if isinstance(pos, C.Tensor):
+            new_k, new_v = C.put(self.keys[layer], pos, k), C.put(self.values[layer], pos, v)
+        else:
+            new_k = C.slice_update(self.keys[layer], k, pos, 2)
+            new_v = C.slice_update(self.values[layer], v, pos, 2)
+        self.keys[layer]._replace(new_k)
+        self.values[layer]._replace(new_v)
         return self.keys[layer], self.values[layer]
+
+    def index(self, pos):
+        """The flat positions (batch, kv_heads, 1, head_dim) of one token per
+        row at slot pos (a 0-d int64 tensor) in each layer's keys and values:
+        computed once per step, written by every layer."""
+        return self.constants()["slot0"] + pos * self.keys[0].shape[-1]
+
+    def constants(self):
+        """Device tensors a compiled decode step reads (made once): slot0, the
+        flat positions of one token's entries at slot 0 (B, kv_heads, 1,
+        head_dim); slots, arange(max_len); pad, (B, 1, 1, 1)."""
+        if self._consts is None:
+            B, Hkv, L, hd = self.keys[0].shape
+            slot0 = (np.arange(B * Hkv)[:, None] * (L * hd) + np.arange(hd)[None, :]).reshape(B, Hkv, 1, hd)
+            self._consts = {
+                "slot0": pf.tensor(slot0, dtype=pf.int64, device=self.device),
+                "slots": pf.tensor(np.arange(L), dtype=pf.int64, device=self.device),
+                "pad": pf.tensor(np.asarray(self.pad).reshape(B, 1, 1, 1), dtype=pf.int64,
+                                 device=self.device),
+            }
+        return self._consts
 
 
 def _linear(x, w, b=None):
@@ -81,15 +117,7 @@ class LlamaModel:
         """Logits (B, S, vocab) for input_ids (B, S) (or (S,), taken as B = 1).
         With a cache, the tokens sit at positions cache.offset.. and the cache
         advances by S."""
-        cfg = self.config
-        if isinstance(input_ids, C.Tensor):
-            ids = input_ids if str(input_ids.device) == self.device else input_ids.to(self.device)
-        else:
-            ids = pf.tensor(input_ids, dtype=pf.int64, device=self.device)
-        if ids.ndim == 1:
-            ids = ids.reshape([1, ids.shape[0]])
-        if ids.ndim != 2:
-            raise ValueError(f"[llm] input_ids must be (batch, seq) or (seq,), got shape {tuple(ids.shape)}")
+        ids = self._ids(input_ids)
         B, S = ids.shape
         pos = 0
         if cache is not None:
@@ -102,18 +130,83 @@ class LlamaModel:
         pad = cache.pad if cache is not None and any(cache.pad) else None
         # Per-row rotary positions only for padded rows; else the offset.
         rope_pos = None if pad is None else self._positions(pad, pos, S)
-        masks = {}  # window -> attention mask (None: plain causal attention)
-        h = C.embedding(ids, self.embed)
-        for i, lw in enumerate(self.layers):
-            win = cfg.layer_window(i)
-            if win not in masks:
-                masks[win] = self._mask(B, S, pos, cache.max_len if cache is not None else S, pad, win)
-            h = self._layer(h, lw, i, pos, cache, rope_pos, masks[win])
-        h = C.rms_norm(h, self.norm, cfg.rms_norm_eps)
-        logits = _linear(h, self.lm_head)
+        L = cache.max_len if cache is not None else S
+        logits = self._forward(ids, pos, cache, rope_pos,
+                               lambda win: self._attend(self._mask(B, S, pos, L, pad, win), pos))
         if cache is not None:
             cache.offset = pos + S
         return logits
+
+    def decode(self, input_ids, cache):
+        """Logits (B, 1, vocab) of one token per row (input_ids (B, 1)) at
+        position cache.offset, through the cache's compiled decode step: the
+        position is a tensor argument, so every token replays one trace (on a
+        GPU, one graph). Same values as ``model(input_ids, cache)``."""
+        ids = self._ids(input_ids)
+        if tuple(ids.shape) != (cache.batch, 1):
+            raise ValueError(f"[llm] decode takes one token per row, shape ({cache.batch}, 1), "
+                             f"got {tuple(ids.shape)}")
+        if cache.offset + 1 > cache.max_len:
+            raise ValueError(f"[llm] {cache.offset + 1} positions do not fit the cache's capacity "
+                             f"{cache.max_len}")
+        if cache._step is None:
+            cache._step = pf.compile(functools.partial(self._decode_step, cache))
+        logits = cache._step(ids, pf.tensor(cache.offset, dtype=pf.int64, device=self.device))
+        cache.offset += 1
+        return logits
+
+    def _decode_step(self, cache, ids, pos):
+        """The traced decode step: everything position-dependent (rotary
+        positions, cache slot, mask) is computed on the device from pos."""
+        B, L = cache.batch, cache.max_len
+        c = cache.constants()
+        padded = any(cache.pad)
+        rope_pos = pos - c["pad"].reshape([B, 1, 1]) if padded else pos.reshape([1, 1, 1])
+        slots = c["slots"].reshape([1, 1, 1, L])
+
+        def attend(win):
+            if not padded and (win is None or L <= win):  # the fused kernel reads pos
+                return self._attend(None, pos)
+            ok = slots <= pos
+            if win is not None:
+                ok = ok & ((pos - slots) < win)
+            if padded:
+                ok = ok & (slots >= c["pad"])
+            return self._attend(pf.broadcast_to(ok, [B, 1, 1, L]), pos)
+        return self._forward(ids, cache.index(pos), cache, rope_pos, attend)
+
+    @staticmethod
+    def _attend(mask, pos):
+        """Attention's arguments: the mask, or causal from pos (an int or a
+        0-d tensor, read at evaluation)."""
+        return {"attn_mask": mask} if mask is not None else {"causal": True, "causal_offset": pos}
+
+    def _ids(self, input_ids):
+        """input_ids as a (B, S) int64 tensor on the model's device."""
+        if isinstance(input_ids, C.Tensor):
+            ids = input_ids if str(input_ids.device) == self.device else input_ids.to(self.device)
+        else:
+            ids = pf.tensor(input_ids, dtype=pf.int64, device=self.device)
+        if ids.ndim == 1:
+            ids = ids.reshape([1, ids.shape[0]])
+        if ids.ndim != 2:
+            raise ValueError(f"[llm] input_ids must be (batch, seq) or (seq,), got shape {tuple(ids.shape)}")
+        return ids
+
+    def _forward(self, ids, pos, cache, rope_pos, attend):
+        """Logits of ids at slot pos (an int, or the cache's flat write
+        positions for a compiled step, which also passes rope_pos);
+        attend(window) gives that window's attention arguments."""
+        cfg = self.config
+        attn = {}  # window -> attention arguments
+        h = C.embedding(ids, self.embed)
+        for i, lw in enumerate(self.layers):
+            win = cfg.layer_window(i)
+            if win not in attn:
+                attn[win] = attend(win)
+            h = self._layer(h, lw, i, pos, cache, rope_pos, attn[win])
+        h = C.rms_norm(h, self.norm, cfg.rms_norm_eps)
+        return _linear(h, self.lm_head)
 
     def _positions(self, pad, pos, S):
         """(B, 1, S) rotary positions of the slots pos.. of each row. Scores
@@ -138,7 +231,7 @@ class LlamaModel:
         ok = ok | (k == q)  # a padding query sees itself: no empty softmax
         return pf.tensor(np.ascontiguousarray(ok[:, None]), dtype=pf.bool_, device=self.device)
 
-    def _layer(self, h, w, i, pos, cache, rope_pos, mask):
+    def _layer(self, h, w, i, pos, cache, rope_pos, attn):
         cfg = self.config
         B, S = h.shape[0], h.shape[1]
         H, Hkv, hd = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
@@ -149,15 +242,12 @@ class LlamaModel:
         q = C.transpose(q.reshape([B, S, H, hd]), [0, 2, 1, 3])
         k = C.transpose(k.reshape([B, S, Hkv, hd]), [0, 2, 1, 3])
         v = C.transpose(v.reshape([B, S, Hkv, hd]), [0, 2, 1, 3])
-        off = pos if rope_pos is None else 0
+        off = pos if rope_pos is None else 0  # a tensor pos comes with rope_pos
         q = C.rope(q, rope_pos, offset=off, theta=cfg.rope_theta, inv_freq=self._inv_freq)
         k = C.rope(k, rope_pos, offset=off, theta=cfg.rope_theta, inv_freq=self._inv_freq)
         if cache is not None:
             k, v = cache.write(i, k, v, pos)
-        if mask is not None:
-            o = C.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-        else:
-            o = C.scaled_dot_product_attention(q, k, v, causal=True, causal_offset=pos)
+        o = C.scaled_dot_product_attention(q, k, v, **attn)
         o = C.transpose(o, [0, 2, 1, 3]).reshape([B, S, H * hd])
         h = h + _linear(o, w["self_attn.o_proj.weight"], w.get("self_attn.o_proj.bias"))
         x = C.rms_norm(h, w["post_attention_layernorm.weight"], cfg.rms_norm_eps)

@@ -70,6 +70,7 @@ void Attention::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
   const Strides &qs = q.strides(), &ks = k.strides(), &vs = v.strides();
   const int64_t rows = B * H * Sq;
   const int64_t work = std::max<int64_t>(1, Sk * (D + Dv));
+  const int64_t offset = causal_offset + (in.size() > 3 ? *in[3].data<int64_t>() : 0);
   cpu::dispatch_float(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* pq = q.data<T>();
@@ -83,7 +84,7 @@ void Attention::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
       for (int64_t r = rb; r < re; ++r) {
         const int64_t i = r % Sq, h = (r / Sq) % H, b = r / (Sq * H), hk = h / G;
         int64_t nk = Sk;
-        if (causal) nk = std::clamp<int64_t>(i + causal_offset + 1, 0, Sk);
+        if (causal) nk = std::clamp<int64_t>(i + offset + 1, 0, Sk);
         T* y = po + r * Dv;
         if (nk == 0) {
           std::fill(y, y + Dv, T(0.0f));

@@ -56,6 +56,7 @@ struct AttnParams {
   float scale;
   int causal;
   int64_t offset;
+  const int64_t* offset_ptr;  // a 0-d offset tensor added to offset, or null
   int64_t chunks, chunk_len;
   float* part_ml;   // (rows * chunks, 2): m, l; null with one chunk
   float* part_acc;  // (rows * chunks, Dv)
@@ -63,7 +64,7 @@ struct AttnParams {
 
 __device__ inline int64_t visible_keys(const AttnParams& p, int64_t i) {
   if (!p.causal) return p.Sk;
-  const int64_t lim = i + p.offset + 1;
+  const int64_t lim = i + p.offset + (p.offset_ptr ? *p.offset_ptr : 0) + 1;
   return lim < 0 ? 0 : (lim < p.Sk ? lim : p.Sk);
 }
 
@@ -390,6 +391,7 @@ void Attention::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   p.scale = scale;
   p.causal = causal ? 1 : 0;
   p.offset = causal_offset;
+  p.offset_ptr = in.size() > 3 ? in[3].data<int64_t>() : nullptr;  // read by the kernel: graph-safe
   const int64_t maxd = std::max(p.D, p.Dv);
   if (maxd > kAttnMaxDim) {
     throw RuntimeError(errmsg(name(), "head dimension above 512 is not supported by the fused kernel"));
