@@ -55,6 +55,10 @@ DeviceContext& shared_context(int device) {
 }
 
 void order_streams(hipStream_t before, hipStream_t after) {
+  // A capturing stream cannot wait on work outside its capture; a capture
+  // begins after a device synchronize (graph.cc), so that work is done.
+  hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
+  if (hipStreamIsCapturing(after, &status) == hipSuccess && status != hipStreamCaptureStatusNone) return;
   hipEvent_t ev;
   PF_HIP_CHECK(hipEventCreateWithFlags(&ev, hipEventDisableTiming));
   hipError_t err = hipEventRecord(ev, before);

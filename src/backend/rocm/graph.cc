@@ -66,6 +66,9 @@ std::shared_ptr<GpuGraph> gpu_graph_capture(int device, const std::function<void
     return nullptr;
   }
   take_captured_checks();  // the warm-up's: its values are not kept
+  // Everything the capture reads is written before it begins: the capture
+  // then needs no waits on other streams (order_streams skips them).
+  PF_HIP_CHECK(hipDeviceSynchronize());
   hipError_t err = hipStreamBeginCapture(g->ctx->stream, hipStreamCaptureModeThreadLocal);
   if (err != hipSuccess) {
     (void)hipGetLastError();

@@ -20,7 +20,7 @@ def main():
         dist.all_reduce(x, op=op)
         assert str(x.device).startswith("rocm"), x.device
         np.testing.assert_allclose(x.numpy(), a, rtol=1e-6)
-    for dt in (pf.float16, pf.bfloat16, pf.int64, pf.bool):
+    for dt in (pf.float16, pf.bfloat16, pf.int64, pf.bool_):
         x = pf.tensor(a > 0, device="rocm").astype(dt)
         want = x.numpy()
         dist.all_reduce(x)
