@@ -56,7 +56,9 @@ std::shared_ptr<GpuGraph> gpu_graph_capture(int device, const std::function<void
   auto g = std::make_shared<GpuGraph>();
   g->ctx = take_capture_context(device);
   DeviceGuard dg(device);
+  const hipStream_t caller = context(device).stream;  // this thread's (its multi_stream bundle's)
   order_streams(shared_context(device).stream, g->ctx->stream);  // inputs written there come first
+  order_streams(caller, g->ctx->stream);
   CaptureScope scope(g->ctx);
   try {
     run();  // warm-up: kernels built, handles made, blocks cached in the private pool
@@ -66,9 +68,13 @@ std::shared_ptr<GpuGraph> gpu_graph_capture(int device, const std::function<void
     return nullptr;
   }
   take_captured_checks();  // the warm-up's: its values are not kept
-  // Everything the capture reads is written before it begins: the capture
-  // then needs no waits on other streams (order_streams skips them).
-  PF_HIP_CHECK(hipDeviceSynchronize());
+  // Everything the capture reads is written before it begins, on the shared
+  // stream or this thread's: the capture then needs no waits on other
+  // streams (order_streams skips them). Not a device synchronize: another
+  // thread may be capturing.
+  PF_HIP_CHECK(hipStreamSynchronize(shared_context(device).stream));
+  PF_HIP_CHECK(hipStreamSynchronize(caller));
+  PF_HIP_CHECK(hipStreamSynchronize(g->ctx->stream));
   hipError_t err = hipStreamBeginCapture(g->ctx->stream, hipStreamCaptureModeThreadLocal);
   if (err != hipSuccess) {
     (void)hipGetLastError();

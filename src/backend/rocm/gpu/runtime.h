@@ -81,7 +81,6 @@ using hipFuncAttribute = cudaFuncAttribute;
 #define hipStreamDefault cudaStreamDefault
 #define hipStreamDestroy cudaStreamDestroy
 #define hipStreamSynchronize cudaStreamSynchronize
-#define hipDeviceSynchronize cudaDeviceSynchronize
 #define hipStreamWaitEvent cudaStreamWaitEvent
 #define hipStreamQuery cudaStreamQuery
 
