@@ -169,31 +169,25 @@ def mlp_weights(F, dt):
             for i, o in zip(MLP_DIMS, MLP_DIMS[1:])]
 
 
+def _mlp_apply(F, layers, h):
+    for i, (w, b) in enumerate(layers):
+        h = F.matmul(h, w) + b
+        h = F.relu(h) if i < len(layers) - 1 else h
+    return h
+
+
 def mlp_forward(F, p, dt):
     """784-256-128-10 with ReLU, written with matmul/add/relu in both
     frameworks (what nn.Linear does), weights stored (in, out)."""
     x, layers = F.randn(p["batch"], MLP_DIMS[0], dtype=dt), mlp_weights(F, dt)
-
-    def step():
-        h = x
-        for i, (w, b) in enumerate(layers):
-            h = F.matmul(h, w) + b
-            h = F.relu(h) if i < len(layers) - 1 else h
-        return h
-    return step
+    return lambda: _mlp_apply(F, layers, x)
 
 
 def mlp_forward_compiled(F, p, dt):
     """mlp_forward under pf.compile (PyTorch: a CUDA graph on a GPU, eager
     on the CPU)."""
     x, layers = F.randn(p["batch"], MLP_DIMS[0], dtype=dt), mlp_weights(F, dt)
-
-    def forward(h):
-        for i, (w, b) in enumerate(layers):
-            h = F.matmul(h, w) + b
-            h = F.relu(h) if i < len(layers) - 1 else h
-        return h
-    return F.compile(forward, x)
+    return F.compile(lambda h: _mlp_apply(F, layers, h), x)
 
 
 def mlp_flops(batch):
@@ -234,8 +228,8 @@ def host_eager_scalar(F, p, dt):
 
 # --------------------------------------------------------- training step
 
-def train_step(F, p, dt):
-    """MLP 784-256-128-10, forward + cross-entropy + backward + SGD."""
+def _train_setup(F, p):
+    """The MLP, its SGD and one batch; step(x, y) is one training step."""
     nn = F.nn
     dims = MLP_DIMS
     model = F.module(nn.Sequential(nn.Linear(dims[0], dims[1]), nn.ReLU(),
@@ -243,39 +237,28 @@ def train_step(F, p, dt):
                                    nn.Linear(dims[2], dims[3])))
     opt = F.optim.SGD(list(model.parameters()), lr=0.01)
     x, y = F.randn(p["batch"], dims[0]), F.randint(0, dims[3], (p["batch"],))
-    loss_fn = F.cross_entropy
 
-    def step():
+    def step(x, y):
         opt.zero_grad()
-        loss = loss_fn(model(x), y)
+        loss = F.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
-        return [loss, *model.parameters()]  # the updated weights must be computed
-    return step
+        return loss
+    return model, x, y, step
+
+
+def train_step(F, p, dt):
+    """MLP 784-256-128-10, forward + cross-entropy + backward + SGD."""
+    model, x, y, step = _train_setup(F, p)
+    # the updated weights must be computed
+    return lambda: [step(x, y), *model.parameters()]
 
 
 def train_step_compiled(F, p, dt):
     """train_step as one compiled function (PyTorch: eager)."""
-    nn = F.nn
-    dims = MLP_DIMS
-    model = F.module(nn.Sequential(nn.Linear(dims[0], dims[1]), nn.ReLU(),
-                                   nn.Linear(dims[1], dims[2]), nn.ReLU(),
-                                   nn.Linear(dims[2], dims[3])))
-    opt = F.optim.SGD(list(model.parameters()), lr=0.01)
-    x, y = F.randn(p["batch"], dims[0]), F.randint(0, dims[3], (p["batch"],))
-    loss_fn = F.cross_entropy
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
+    model, x, y, step = _train_setup(F, p)
     compiled = F.compile(step, x, y, graph=False)
-
-    def run():
-        return [compiled(), *model.parameters()]
-    return run
+    return lambda: [compiled(), *model.parameters()]
 
 
 # ------------------------------------------------------------ LLM decode, prefill
