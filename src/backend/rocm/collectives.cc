@@ -249,25 +249,29 @@ std::unique_ptr<Transport> make_gpu_transport(int rank, int world, double timeou
   return std::make_unique<CclTransport>(api, rank, world, device, timeout_s, std::move(host));
 }
 
-Tensor gpu_all_reduce(Transport& t, const Tensor& x, ReduceOp op, const char* fn) {
-  CclTransport& c = ccl(t);
+namespace {
+// A fresh device copy of x, which an in-place collective then overwrites.
+Tensor staged_copy(const Tensor& x, CclTransport& c, const char* fn) {
   Tensor in = staged(x, c, fn);
   Tensor out = fresh(in.shape(), in.dtype(), c);
   if (in.size() == 0) return out;
   PF_HIP_CHECK(hipMemcpyAsync(out.raw_data(), in.raw_data(), in.nbytes(), hipMemcpyDeviceToDevice,
                               r::current_stream(c.device())));
-  c.all_reduce(out.raw_data(), in.size(), in.dtype(), op, fn);
+  return out;
+}
+}  // namespace
+
+Tensor gpu_all_reduce(Transport& t, const Tensor& x, ReduceOp op, const char* fn) {
+  CclTransport& c = ccl(t);
+  Tensor out = staged_copy(x, c, fn);
+  if (out.size() > 0) c.all_reduce(out.raw_data(), out.size(), out.dtype(), op, fn);
   return out;
 }
 
 Tensor gpu_broadcast(Transport& t, const Tensor& x, int src, const char* fn) {
   CclTransport& c = ccl(t);
-  Tensor in = staged(x, c, fn);
-  Tensor out = fresh(in.shape(), in.dtype(), c);
-  if (in.size() == 0) return out;
-  PF_HIP_CHECK(hipMemcpyAsync(out.raw_data(), in.raw_data(), in.nbytes(), hipMemcpyDeviceToDevice,
-                              r::current_stream(c.device())));
-  c.broadcast(out.raw_data(), in.nbytes(), src, fn);
+  Tensor out = staged_copy(x, c, fn);
+  if (out.size() > 0) c.broadcast(out.raw_data(), out.nbytes(), src, fn);
   return out;
 }
 
