@@ -93,6 +93,17 @@ def _seed_rngs(request):
     yield seed
 
 
+@pytest.fixture(params=[False, True], ids=["ms-off", "ms-on"])
+def streams(request, device):
+    """multi_stream off and on for the test (on is skipped on the CPU)."""
+    if request.param and device == "cpu":
+        pytest.skip("multi_stream changes nothing on the CPU")
+    prev = pf.multi_stream()
+    pf.set_multi_stream(request.param)
+    yield request.param
+    pf.set_multi_stream(prev)
+
+
 @pytest.fixture
 def rng(_seed_rngs):
     """A NumPy Generator seeded like the global RNG of this test."""

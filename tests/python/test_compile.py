@@ -258,16 +258,6 @@ def test_compiled_optimizer_step_reads_fresh_grads(device, rng):
             close(q.numpy(), p.numpy())
 
 
-@pytest.fixture(params=[False, True], ids=["ms-off", "ms-on"])
-def streams(request, device):
-    if request.param and device == "cpu":
-        pytest.skip("multi_stream changes nothing on the CPU")
-    prev = pf.multi_stream()
-    pf.set_multi_stream(request.param)
-    yield request.param
-    pf.set_multi_stream(prev)
-
-
 def test_gpu_forward_replays_a_captured_graph(gpu_device, streams, rng):
     pf.set_device(gpu_device)  # `streams` sets the default device too
     model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))

@@ -15,16 +15,6 @@ import pyflame as pf
 THREADS = 6
 
 
-@pytest.fixture(params=[False, True], ids=["ms-off", "ms-on"])
-def streams(request, device):
-    if request.param and device == "cpu":
-        pytest.skip("multi_stream changes nothing on the CPU")
-    prev = pf.multi_stream()
-    pf.set_multi_stream(request.param)
-    yield request.param
-    pf.set_multi_stream(prev)
-
-
 def run_threads(fn, n=THREADS):
     """Runs fn(i) on n threads started together; re-raises the first error."""
     barrier = threading.Barrier(n)
