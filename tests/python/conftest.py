@@ -94,8 +94,11 @@ def _seed_rngs(request):
 
 
 @pytest.fixture(params=[False, True], ids=["ms-off", "ms-on"])
-def streams(request, device):
-    """multi_stream off and on for the test (on is skipped on the CPU)."""
+def streams(request):
+    """multi_stream off and on for the test (on is skipped on the CPU), on
+    the test's own device fixture."""
+    name = "gpu_device" if "gpu_device" in request.fixturenames else "device"
+    device = request.getfixturevalue(name)
     if request.param and device == "cpu":
         pytest.skip("multi_stream changes nothing on the CPU")
     prev = pf.multi_stream()

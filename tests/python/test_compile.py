@@ -259,7 +259,6 @@ def test_compiled_optimizer_step_reads_fresh_grads(device, rng):
 
 
 def test_gpu_forward_replays_a_captured_graph(gpu_device, streams, rng):
-    pf.set_device(gpu_device)  # `streams` sets the default device too
     model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
     with pf.no_grad():
         cf = pf.compile(lambda x: pf.softmax(model(x), axis=-1))
