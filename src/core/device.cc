@@ -2,7 +2,6 @@
 
 #include <charconv>
 #include <atomic>
-#include <mutex>
 
 #include "pyflame/backend/rocm.h"
 #include "pyflame/errors.h"
