@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <mutex>
 
+#include "ir/primitive.h"
 #include "runtime/backend.h"
 #include "runtime/program.h"
 
@@ -50,32 +51,34 @@ struct Program::Graph {
 // Captured only when every value lives on one GPU, no random op draws (its
 // key is a kernel argument: a graph would repeat the numbers) and no result
 // needs an autograd graph (results are copies without history; one that
-// backward() already released in the traced call needs none).
+// backward() already released in the traced call needs none). A program
+// that touches a GPU but cannot be captured says why, once.
 void Program::plan_graph() {
   int device = -1;
-  auto on_gpu = [&](const Device& d) {
-    if (d.is_cpu() || (device >= 0 && d.index != device)) return false;
-    device = d.index;
-    return true;
+  std::string why;
+  auto on_gpu = [&](const Device& d, const std::string& what) {
+    if (!d.is_cpu() && device < 0) device = d.index;
+    if (why.empty() && (d.is_cpu() || d.index != device)) {
+      why = what + " lives on " + (d.is_cpu() ? std::string("the CPU") : "another GPU");
+    }
   };
-  for (const Layout& a : args_) {
-    if (!on_gpu(a.device)) return;
+  for (size_t i = 0; i < args_.size(); ++i) on_gpu(args_[i].device, "argument " + std::to_string(i));
+  for (size_t i = 0; i < captured_.size(); ++i) {
+    on_gpu(captured_[i].layout.device, "a tensor made outside the function (" + std::to_string(i) + ")");
   }
-  for (const Captured& c : captured_) {
-    if (!on_gpu(c.layout.device)) return;
-  }
-  for (const Step& s : steps_) {
-    if (!on_gpu(s.layout.device)) return;
-  }
-  for (int32_t r : roots()) {
-    if ((r >> 28) != Val) continue;
-    const Step& s = steps_[r & 0xfffffff];
-    if (s.layout.requires_grad && !s.grad_leaf && !s.released) return;
-  }
-  if (device < 0 || steps_.empty()) return;
+  for (const Step& s : steps_) on_gpu(s.layout.device, std::string("the result of ") + s.prim->name());
+  if (device < 0 || steps_.empty()) return;  // no GPU work: nothing to capture
   graph_ = std::make_shared<Graph>();
   graph_->device = device;
-  if (draws_) graph_->stop("the function draws random numbers (their keys would be baked in)");
+  for (int32_t r : roots()) {
+    if ((r >> 28) != Val || !why.empty()) continue;
+    const Step& s = steps_[r & 0xfffffff];
+    if (s.layout.requires_grad && !s.grad_leaf && !s.released) {
+      why = std::string("a result (of ") + s.prim->name() + ") keeps an autograd graph";
+    }
+  }
+  if (why.empty() && draws_) why = "the function draws random numbers (their keys would be baked in)";
+  if (!why.empty()) graph_->stop(why);
 }
 
 bool Program::captured() const {
