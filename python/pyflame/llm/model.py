@@ -72,6 +72,7 @@ class KVCache:
                 "pad": pf.tensor(np.asarray(self.pad).reshape(B, 1, 1, 1), dtype=pf.int64,
                                  device=self.device),
             }
+            pf.eval(*self._consts.values())  # device data, not uploads a trace would record
         return self._consts
 
 
@@ -150,6 +151,7 @@ class LlamaModel:
             raise ValueError(f"[llm] {cache.offset + 1} positions do not fit the cache's capacity "
                              f"{cache.max_len}")
         if cache._step is None:
+            cache.constants()  # made before the trace: a GPU graph reads them in place
             cache._step = pf.compile(functools.partial(self._decode_step, cache))
         logits = cache._step(ids, pf.tensor(cache.offset, dtype=pf.int64, device=self.device))
         cache.offset += 1
