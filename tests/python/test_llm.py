@@ -269,6 +269,30 @@ def test_sdpa_kv_cache_decode(device, Hkv, S0, dtype):
     assert_close(vc, v, dtype)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("D,Hkv", [(128, 16), (128, 4), (64, 2), (96, 3)])
+def test_sdpa_decode_over_fixed_cache(device, dtype, D, Hkv):
+    """One query row per head over a fixed-capacity cache with a tensor
+    causal_offset (the compiled decode step's form; on the GPU the split
+    lane-group kernel), also through misaligned views of the cache."""
+    B, H, L, pos = 1, 16 if Hkv != 3 else 6, 300, 256
+    q = random_array((B, H, 1, D), dtype, -1, 1)
+    k = random_array((B, Hkv, L + 1, D), dtype, -1, 1)
+    v = random_array((B, Hkv, L + 1, D), dtype, -1, 1)
+    want = sdpa_ref(q, k[:, :, :L], v[:, :, :L], causal=True, offset=pos)
+    r, a = TOL[dtype]
+    tq, tk, tv = (make_tensor(x, dtype) for x in (q, k, v))
+    off = pf.tensor(pos, dtype=pf.int64)
+    out = pf.scaled_dot_product_attention(tq, tk[:, :, :L], tv[:, :, :L], causal=True, causal_offset=off)
+    assert_close(out, want, dtype, rtol=r, atol=a, device=device)
+    # Rows padded by one element: strides no longer 16-byte multiples.
+    kp = random_array((B, Hkv, L, D + 1), dtype, -1, 1)
+    want = sdpa_ref(q, kp[..., :D], v[:, :, :L], causal=True, offset=pos)
+    out = pf.scaled_dot_product_attention(tq, make_tensor(kp, dtype)[..., :D], tv[:, :, :L], causal=True,
+                                          causal_offset=off)
+    assert_close(out, want, dtype, rtol=r, atol=a, device=device)
+
+
 @pytest.mark.parametrize("C", [3, 20])
 def test_sdpa_cache_chunk_offset(device, C):
     """A chunk of several new queries after a cache: query i sees past + keys <= i."""

@@ -154,6 +154,104 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(const T* q, con
   }
 }
 
+// Decoding (few query rows, keys split in chunks, contiguous 16-byte-aligned
+// head rows, D == Dv): LPK lanes share a key, one 16-byte load each, so a
+// block has kAttnThreads / LPK keys in flight instead of one per wave. The
+// chunk's scores go to shared memory, then its softmax, then each lane group
+// accumulates its keys' values and the block sums the groups. Writes the
+// chunk's (m, l, acc) for attention_combine, or the row with one chunk.
+constexpr int kAttnDecodeChunk = 32;
+
+template <typename T, int LPK>
+__global__ void __launch_bounds__(kAttnThreads) attention_decode(const T* q, const T* k, const T* v, T* out,
+                                                                 AttnParams p) {
+  constexpr int V = 16 / sizeof(T);
+  constexpr int G = kAttnThreads / LPK;  // key groups per block
+  __shared__ float s_p[kAttnDecodeChunk];
+  __shared__ float s_red[2];
+  __shared__ float s_acc[G * LPK * V];
+  const int g = threadIdx.x / LPK, gl = threadIdx.x % LPK;
+  const int64_t d0 = int64_t(gl) * V;
+  const bool lane_on = d0 < p.D;
+  const int64_t items = p.B * p.H * p.Sq * p.chunks;
+  for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
+    const int64_t r = w / p.chunks, c = w % p.chunks;
+    const int64_t i = r % p.Sq, h = (r / p.Sq) % p.H, b = r / (p.Sq * p.H), hk = h / p.G;
+    const int64_t nk = visible_keys(p, i);
+    const int64_t j0 = c * p.chunk_len;
+    const int64_t n = (j0 + p.chunk_len < nk ? j0 + p.chunk_len : nk) - j0;  // keys in this chunk (may be <= 0)
+    float qv[V];
+    if (lane_on) {
+      const Pack<T, V> pq = *reinterpret_cast<const Pack<T, V>*>(q + b * p.qs[0] + h * p.qs[1] + i * p.qs[2] + d0);
+#pragma unroll
+      for (int t = 0; t < V; ++t) qv[t] = static_cast<float>(pq.v[t]) * p.scale;
+    } else {
+#pragma unroll
+      for (int t = 0; t < V; ++t) qv[t] = 0.0f;
+    }
+    const T* kb = k + b * p.ks[0] + hk * p.ks[1] + d0;
+    const T* vb = v + b * p.vs[0] + hk * p.vs[1] + d0;
+    // Scores: every lane runs every round (the group sum shuffles the wave).
+    for (int64_t t0 = 0; t0 < n; t0 += G) {
+      const int64_t t = t0 + g;
+      float s = 0.0f;
+      if (t < n && lane_on) {
+        const Pack<T, V> pk = *reinterpret_cast<const Pack<T, V>*>(kb + (j0 + t) * p.ks[2]);
+#pragma unroll
+        for (int e = 0; e < V; ++e) s += qv[e] * static_cast<float>(pk.v[e]);
+      }
+#pragma unroll
+      for (int off = LPK / 2; off > 0; off /= 2) s += gpu::warp_shfl_xor(s, off);
+      if (t < n && gl == 0) s_p[t] = s;
+    }
+    __syncthreads();
+    // The chunk's softmax, by the first wave (n <= kAttnDecodeChunk <= 32).
+    if (threadIdx.x < 32) {
+      const int t = threadIdx.x;
+      float m = t < n ? s_p[t] : -INFINITY;
+      for (int off = 16; off > 0; off /= 2) m = fmaxf(m, gpu::warp_shfl_xor(m, off));
+      const float e = t < n ? expf(s_p[t] - m) : 0.0f;
+      float l = e;
+      for (int off = 16; off > 0; off /= 2) l += gpu::warp_shfl_xor(l, off);
+      if (t < n) s_p[t] = e;
+      if (t == 0) {
+        s_red[0] = m;
+        s_red[1] = l;
+      }
+    }
+    __syncthreads();
+    float acc[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) acc[e] = 0.0f;
+    if (lane_on) {
+      for (int64_t t = g; t < n; t += G) {
+        const float pe = s_p[t];
+        const Pack<T, V> pv = *reinterpret_cast<const Pack<T, V>*>(vb + (j0 + t) * p.vs[2]);
+#pragma unroll
+        for (int e = 0; e < V; ++e) acc[e] += pe * static_cast<float>(pv.v[e]);
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < V; ++e) s_acc[g * LPK * V + gl * V + e] = acc[e];
+    __syncthreads();
+    const float M = s_red[0], L = s_red[1];
+    for (int64_t d = threadIdx.x; d < p.Dv; d += blockDim.x) {
+      float o = 0.0f;
+      for (int u = 0; u < G; ++u) o += s_acc[u * LPK * V + d];
+      if (p.chunks == 1) {
+        out[r * p.Dv + d] = L == 0.0f ? T(0.0f) : T(o / L);
+      } else {
+        p.part_acc[w * p.Dv + d] = o;
+      }
+    }
+    if (p.chunks > 1 && threadIdx.x == 0) {
+      p.part_ml[2 * w] = M;
+      p.part_ml[2 * w + 1] = L;
+    }
+    __syncthreads();
+  }
+}
+
 // Merges the chunks of each row (one block per row, grid-stride).
 template <typename T>
 __global__ void attention_combine(T* out, const float* part_ml, const float* part_acc, int64_t rows,
@@ -188,15 +286,51 @@ void launch_attention(int npl, unsigned grid, hipStream_t stream, const T* q, co
   PF_HIP_CHECK_LAUNCH();
 }
 
+template <typename T>
+void launch_attention_decode(int lpk, unsigned grid, hipStream_t stream, const T* q, const T* k, const T* v,
+                             T* out, const AttnParams& p) {
+  switch (lpk) {
+    case 4: attention_decode<T, 4><<<grid, kAttnThreads, 0, stream>>>(q, k, v, out, p); break;
+    case 8: attention_decode<T, 8><<<grid, kAttnThreads, 0, stream>>>(q, k, v, out, p); break;
+    case 16: attention_decode<T, 16><<<grid, kAttnThreads, 0, stream>>>(q, k, v, out, p); break;
+    default: attention_decode<T, 32><<<grid, kAttnThreads, 0, stream>>>(q, k, v, out, p); break;
+  }
+  PF_HIP_CHECK_LAUNCH();
+}
+
+// Lanes per key of attention_decode for these tensors, or 0 where it does not
+// apply: head rows contiguous and 16-byte aligned, D == Dv, at most 32
+// sixteen-byte pieces per row.
+int decode_lanes_per_key(const Tensor& q, const Tensor& k, const Tensor& v, Dtype dt) {
+  const int64_t V = 16 / static_cast<int64_t>(itemsize(dt));
+  const int64_t D = q.shape()[3];
+  if (D != v.shape()[3] || D % V != 0 || D / V > 32) return 0;
+  for (const Tensor* t : {&q, &k, &v}) {
+    if (t->strides()[3] != 1 || !aligned16(t->raw_data())) return 0;
+    for (int d = 0; d < 3; ++d) {
+      if (t->strides()[d] % V != 0) return 0;
+    }
+  }
+  int lpk = 4;
+  while (lpk < D / V) lpk *= 2;
+  return lpk;
+}
+
 // ---------------------------------------------------------------- GEMV
 // y[o] = sum_k x[k * xs] * w[o * ws_o + k * ws_k], float accumulation.
 
 constexpr int kGemvThreads = 256;
 
-// ws_k == 1: one wave per output, lanes along k (16-byte loads when aligned).
+// ws_k == 1: one wave per output, lanes along k. Aligned rows take 16-byte
+// loads, kGemvChunks of them in flight per lane before the arithmetic (a
+// small matrix is latency-bound); the sum still runs chunk by chunk in
+// order, so results do not depend on the unrolling.
+constexpr int kGemvChunks = 4;
+
 template <typename T, bool kVec>
-__global__ void __launch_bounds__(kGemvThreads) gemv_rows(const T* w, int64_t ws_o, const T* x, int64_t xs,
-                                                          T* y, int64_t O, int64_t K) {
+__global__ void __launch_bounds__(kGemvThreads) gemv_rows(const T* __restrict__ w, int64_t ws_o,
+                                                          const T* __restrict__ x, int64_t xs, T* y, int64_t O,
+                                                          int64_t K) {
   constexpr int V = kVec ? 16 / sizeof(T) : 1;
   const int W = PF_WAVE_SIZE;
   const int lane = threadIdx.x % W;
@@ -205,7 +339,22 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_rows(const T* w, int64_t ws
     const T* wr = w + o * ws_o;
     float s = 0.0f;
     if constexpr (kVec) {
-      for (int64_t k0 = int64_t(lane) * V; k0 < K; k0 += int64_t(W) * V) {
+      const int64_t step = int64_t(W) * V;
+      int64_t k0 = int64_t(lane) * V;
+      for (; k0 + step * (kGemvChunks - 1) < K; k0 += step * kGemvChunks) {
+        Pack<T, V> pw[kGemvChunks], px[kGemvChunks];
+#pragma unroll
+        for (int u = 0; u < kGemvChunks; ++u) {
+          pw[u] = *reinterpret_cast<const Pack<T, V>*>(wr + k0 + step * u);
+          px[u] = *reinterpret_cast<const Pack<T, V>*>(x + k0 + step * u);
+        }
+#pragma unroll
+        for (int u = 0; u < kGemvChunks; ++u) {
+#pragma unroll
+          for (int t = 0; t < V; ++t) s += static_cast<float>(pw[u].v[t]) * static_cast<float>(px[u].v[t]);
+        }
+      }
+      for (; k0 < K; k0 += step) {
         const Pack<T, V> pw = *reinterpret_cast<const Pack<T, V>*>(wr + k0);
         const Pack<T, V> px = *reinterpret_cast<const Pack<T, V>*>(x + k0);
 #pragma unroll
@@ -407,6 +556,9 @@ void Attention::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   if (rows < target && p.Sk >= 2 * kMinChunk) {
     chunks = std::min((target + rows - 1) / rows, (p.Sk + kMinChunk - 1) / kMinChunk);
   }
+  // Decoding through the lane-group kernel: fixed short chunks.
+  const int lpk = chunks > 1 ? decode_lanes_per_key(q, k, v, out.dtype()) : 0;
+  if (lpk) chunks = (p.Sk + kAttnDecodeChunk - 1) / kAttnDecodeChunk;
   p.chunks = chunks;
   p.chunk_len = (p.Sk + chunks - 1) / chunks;
   std::shared_ptr<Buffer> part_ml, part_acc;
@@ -420,7 +572,11 @@ void Attention::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(items, int64_t(ctx.multiprocessors) * 16));
   dispatch_float(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    launch_attention<T>(npl, grid, ctx.stream, q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(), p);
+    if (lpk) {
+      launch_attention_decode<T>(lpk, grid, ctx.stream, q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(), p);
+    } else {
+      launch_attention<T>(npl, grid, ctx.stream, q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(), p);
+    }
     if (chunks > 1) {
       const unsigned cgrid = static_cast<unsigned>(std::min<int64_t>(rows, int64_t(ctx.multiprocessors) * 16));
       attention_combine<T><<<cgrid, kAttnThreads, 0, ctx.stream>>>(out.data<T>(), p.part_ml, p.part_acc, rows,
