@@ -74,6 +74,16 @@ void order_streams(hipStream_t before, hipStream_t after);
 DeviceContext* take_capture_context(int device);
 void give_back_capture_context(DeviceContext* c);
 void set_capture_context(DeviceContext* c);
+// Whether ctx is the context this thread is capturing on.
+bool capturing_on(const DeviceContext& ctx);
+
+// Host data into device memory on ctx's stream, staged through the pinned
+// pool (transfer.cc). While ctx captures a graph, the staging buffer is the
+// graph's (its copy node reads it on every replay): take_captured_staging()
+// hands this thread's over, and the graph returns them to the pool when it
+// dies. Otherwise it goes back once the copy has run.
+void upload(const void* src, size_t bytes, void* dst, DeviceContext& ctx);
+std::vector<void*> take_captured_staging();
 
 // Device memory for this thread's work on ctx's stream (a node's buffer or
 // kernel scratch), freed back to ctx's pool in stream order.

@@ -180,6 +180,8 @@ void give_back_capture_context(DeviceContext* c) {
 
 void set_capture_context(DeviceContext* c) { t_capture = c; }
 
+bool capturing_on(const DeviceContext& ctx) { return t_capture == &ctx; }
+
 std::vector<CapturedCheck> take_captured_checks() { return std::exchange(t_captured_checks, {}); }
 
 void read_captured_checks(hipStream_t stream, const std::vector<CapturedCheck>& checks) {

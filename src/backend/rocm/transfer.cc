@@ -2,6 +2,8 @@
 // stage through the pinned pool and run on the device's compute stream; a
 // download waits for that stream only.
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "backend/rocm/context.h"
 #include "backend/rocm/memory.h"
@@ -67,10 +69,17 @@ void copy_to_host(const Tensor& src, void* dst) {
   PF_HIP_CHECK(err);
 }
 
+namespace {
+thread_local std::vector<void*> t_captured_staging;  // uploads made while capturing
+}  // namespace
+
+std::vector<void*> take_captured_staging() { return std::exchange(t_captured_staging, {}); }
+
 // Host data (row-major, evaluated) into a device buffer, on its stream.
 void upload(const void* src, size_t bytes, void* dst, DeviceContext& ctx) {
   DeviceGuard g(ctx.device);
-  if (bytes > kStagingLimit) {
+  const bool capturing = capturing_on(ctx);
+  if (bytes > kStagingLimit && !capturing) {
     PF_HIP_CHECK(hipMemcpyAsync(dst, src, bytes, hipMemcpyHostToDevice, ctx.stream));
     // A pageable source may be freed right after: wait until it has been read.
     PF_HIP_CHECK(hipStreamSynchronize(ctx.stream));
@@ -79,8 +88,9 @@ void upload(const void* src, size_t bytes, void* dst, DeviceContext& ctx) {
   PinnedMemoryPool& pool = get_pinned_pool();
   void* staging = pool.acquire(bytes);
   std::memcpy(staging, src, bytes);
+  if (capturing) t_captured_staging.push_back(staging);  // the graph's from now on
   PF_HIP_CHECK(hipMemcpyAsync(dst, staging, bytes, hipMemcpyHostToDevice, ctx.stream));
-  pool.release_after(staging, ctx.stream);
+  if (!capturing) pool.release_after(staging, ctx.stream);
 }
 
 }  // namespace pyflame::backend::rocm

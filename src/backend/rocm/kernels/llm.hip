@@ -494,16 +494,7 @@ void Rope::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   for (int64_t j = 0; j < half; ++j) inv[j] = freq(j, D);
   const size_t bytes = half * sizeof(float);
   auto table = temp_buffer(ctx, bytes);
-  PinnedMemoryPool& pool = get_pinned_pool();
-  void* staging = pool.acquire(bytes);
-  std::memcpy(staging, inv.data(), bytes);
-  hipError_t err = hipMemcpyAsync(table->ptr, staging, bytes, hipMemcpyHostToDevice, ctx.stream);
-  if (err == hipSuccess) {
-    pool.release_after(staging, ctx.stream);
-  } else {
-    pool.release(staging);
-    PF_HIP_CHECK(err);
-  }
+  upload(inv.data(), bytes, table->ptr, ctx);
   Indexer<1> pix;
   const float* pos = nullptr;
   if (has_positions) {
