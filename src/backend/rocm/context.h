@@ -78,10 +78,11 @@ void set_capture_context(DeviceContext* c);
 bool capturing_on(const DeviceContext& ctx);
 
 // Host data into device memory on ctx's stream, staged through the pinned
-// pool (transfer.cc). While ctx captures a graph, the staging buffer is the
-// graph's (its copy node reads it on every replay): take_captured_staging()
-// hands this thread's over, and the graph returns them to the pool when it
-// dies. Otherwise it goes back once the copy has run.
+// pool (transfer.cc). While ctx captures a graph, the staging buffers are
+// the graph's (its copy nodes read them on every replay): the warm-up run
+// takes them, the captured run reuses them, take_captured_staging() hands
+// them over, and the graph returns them to the pool when it dies.
+// Otherwise a buffer goes back once its copy has run.
 void upload(const void* src, size_t bytes, void* dst, DeviceContext& ctx);
 std::vector<void*> take_captured_staging();
 

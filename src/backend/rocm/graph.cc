@@ -50,7 +50,7 @@ struct CaptureScope {
   ~CaptureScope() { set_capture_context(nullptr); }
 };
 
-// The warm-up's uploads: their buffers go back once its copies have run.
+// A failed warm-up's uploads: their buffers go back once its copies have run.
 void release_staging(hipStream_t stream) {
   for (void* p : take_captured_staging()) get_pinned_pool().release_after(p, stream);
 }
@@ -76,7 +76,6 @@ std::shared_ptr<GpuGraph> gpu_graph_capture(int device, const std::function<void
     return nullptr;
   }
   take_captured_checks();  // the warm-up's: its values are not kept
-  release_staging(g->ctx->stream);
   // Everything the capture reads is written before it begins, on the shared
   // stream or this thread's: the capture then needs no waits on other
   // streams (order_streams skips them). Not a device synchronize: another
@@ -96,7 +95,7 @@ std::shared_ptr<GpuGraph> gpu_graph_capture(int device, const std::function<void
     why = e.what();
   }
   g->checks = take_captured_checks();
-  g->staging = take_captured_staging();  // released with the graph, also a failed one
+  g->staging = take_captured_staging();  // the graph's copy nodes read them: freed with it
   hipGraph_t graph = nullptr;
   err = hipStreamEndCapture(g->ctx->stream, &graph);
   (void)hipGetLastError();

@@ -9,6 +9,7 @@
 #include "backend/rocm/memory.h"
 #include "ir/primitives.h"
 #include "pyflame/backend/rocm.h"
+#include "pyflame/errors.h"
 
 namespace pyflame::backend::rocm {
 
@@ -70,10 +71,30 @@ void copy_to_host(const Tensor& src, void* dst) {
 }
 
 namespace {
-thread_local std::vector<void*> t_captured_staging;  // uploads made while capturing
+// A capture's uploads (graph.cc runs its evaluation twice): the warm-up
+// takes pinned buffers from the pool, the captured run reuses them in the
+// same order, with no pool call (its event queries would break the capture).
+thread_local std::vector<void*> t_captured_staging;
+thread_local size_t t_captured_next = 0;
+
+void* capture_staging(DeviceContext& ctx, size_t bytes) {
+  hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
+  PF_HIP_CHECK(hipStreamIsCapturing(ctx.stream, &status));
+  if (status == hipStreamCaptureStatusNone) {  // the warm-up
+    t_captured_staging.push_back(get_pinned_pool().acquire(bytes));
+    return t_captured_staging.back();
+  }
+  if (t_captured_next >= t_captured_staging.size()) {
+    throw RuntimeError(errmsg("compile", "an upload while capturing that the warm-up did not make"));
+  }
+  return t_captured_staging[t_captured_next++];
+}
 }  // namespace
 
-std::vector<void*> take_captured_staging() { return std::exchange(t_captured_staging, {}); }
+std::vector<void*> take_captured_staging() {
+  t_captured_next = 0;
+  return std::exchange(t_captured_staging, {});
+}
 
 // Host data (row-major, evaluated) into a device buffer, on its stream.
 void upload(const void* src, size_t bytes, void* dst, DeviceContext& ctx) {
@@ -86,9 +107,8 @@ void upload(const void* src, size_t bytes, void* dst, DeviceContext& ctx) {
     return;
   }
   PinnedMemoryPool& pool = get_pinned_pool();
-  void* staging = pool.acquire(bytes);
+  void* staging = capturing ? capture_staging(ctx, bytes) : pool.acquire(bytes);
   std::memcpy(staging, src, bytes);
-  if (capturing) t_captured_staging.push_back(staging);  // the graph's from now on
   PF_HIP_CHECK(hipMemcpyAsync(dst, staging, bytes, hipMemcpyHostToDevice, ctx.stream));
   if (!capturing) pool.release_after(staging, ctx.stream);
 }
