@@ -289,6 +289,30 @@ def test_gpu_graph_raises_its_range_checks(gpu_device, rng):
     assert cf.graphs == 1
 
 
+def test_gpu_graph_with_uploads_inside(gpu_device, rng):
+    """An op that uploads a host table while evaluating (rope's frequencies)
+    is captured: the graph keeps the staged table and reads it on every
+    replay, also after other uploads reused the pool."""
+    cf = pf.compile(lambda x: pf.rope(x, theta=500.0) + 1)
+    for _ in range(4):
+        x = randt(rng, 2, 3, 5, 8)
+        close(cf(x).numpy(), (pf.rope(x, theta=500.0) + 1).numpy())
+        pf.tensor(rng.standard_normal(64).astype(np.float32)).numpy()  # churn the pinned pool
+    assert cf.graphs == 1 and cf.traces == 1
+
+
+def test_gpu_program_with_host_data_says_why(gpu_device, rng, capfd):
+    """A function that uploads host data it made itself is not captured (the
+    data would be baked in): it replays uncaptured and says why once."""
+    cf = pf.compile(lambda x: x + pf.tensor(np.arange(4, dtype=np.float32)))
+    for _ in range(3):
+        x = randt(rng, 4)
+        close(cf(x).numpy(), x.numpy() + np.arange(4))
+    assert cf.graphs == 0
+    err = capfd.readouterr().err
+    assert err.count("replaying without a GPU graph") == 1 and "lives on the CPU" in err
+
+
 def test_threads_replay_their_own_compiled_functions(device, streams, rng):
     ws = [randt(rng, 8, 8) for _ in range(4)]
     xs = [[randt(rng, 4, 8) for _ in range(5)] for _ in range(4)]
