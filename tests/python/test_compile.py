@@ -302,15 +302,16 @@ def test_gpu_graph_with_uploads_inside(gpu_device, rng):
 
 
 def test_gpu_program_with_host_data_says_why(gpu_device, rng, capfd):
-    """A function that uploads host data it made itself is not captured (the
-    data would be baked in): it replays uncaptured and says why once."""
-    cf = pf.compile(lambda x: x + pf.tensor(np.arange(4, dtype=np.float32)))
+    """A function of a CPU argument that it moves to the GPU is not captured
+    (a graph cannot read host memory that changes): it replays uncaptured
+    and says why, once."""
+    cf = pf.compile(lambda h, x: h.to(gpu_device) + x)
     for _ in range(3):
-        x = randt(rng, 4)
-        close(cf(x).numpy(), x.numpy() + np.arange(4))
-    assert cf.graphs == 0
+        h, x = randt(rng, 4, device="cpu"), randt(rng, 4)
+        close(cf(h, x).numpy(), h.numpy() + x.numpy())
+    assert cf.graphs == 0 and cf.traces == 1
     err = capfd.readouterr().err
-    assert err.count("replaying without a GPU graph") == 1 and "lives on the CPU" in err
+    assert err.count("replaying without a GPU graph") == 1 and "argument 0 lives on the CPU" in err
 
 
 def test_threads_replay_their_own_compiled_functions(device, streams, rng):
