@@ -405,7 +405,7 @@ GEMV_CASES = ["vec_mat", "row_mat", "row_matT", "mat_vec", "matT_vec", "batch1",
               "offset_view", "dot"]
 
 
-@pytest.mark.parametrize("K", [1, 7, 1000, 1024])
+@pytest.mark.parametrize("K", [1, 7, 1000, 1024, 3000])
 @pytest.mark.parametrize("case", GEMV_CASES)
 def test_gemv_layouts(device, case, K):
     N = 300
@@ -436,9 +436,9 @@ def test_gemv_layouts(device, case, K):
     assert_close(got, want, "float32", rtol=1e-4, atol=1e-4, device=device)
 
 
+@pytest.mark.parametrize("K,N", [(520, 96), (4104, 40), (3000, 2500)])  # split over waves, tails, many rows
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-def test_gemv_dtypes(device, dtype):
-    K, N = 520, 96
+def test_gemv_dtypes(device, dtype, K, N):
     x = random_array((K,), dtype, -1, 1)
     W = random_array((N, K), dtype, -1, 1)
     tol = {"float32": 1e-4, "float16": 2e-2, "bfloat16": 1e-1}[dtype]

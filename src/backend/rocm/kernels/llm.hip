@@ -321,50 +321,65 @@ int decode_lanes_per_key(const Tensor& q, const Tensor& k, const Tensor& v, Dtyp
 
 constexpr int kGemvThreads = 256;
 
-// ws_k == 1: one wave per output, lanes along k. Aligned rows take 16-byte
-// loads, kGemvChunks of them in flight per lane before the arithmetic (a
-// small matrix is latency-bound); the sum still runs chunk by chunk in
-// order, so results do not depend on the unrolling.
-constexpr int kGemvChunks = 4;
-
-template <typename T, bool kVec>
+// ws_k == 1: S waves per output (lanes along k, the waves' pieces
+// interleaved), summed by the block. Aligned rows take 16-byte loads, U of
+// them in flight per lane before the arithmetic (a GEMV of a few thousand
+// rows is latency-bound: more waves per row and more loads in flight keep
+// the memory busy). Each lane still sums its chunks in order.
+template <typename T, bool kVec, int S, int U>
 __global__ void __launch_bounds__(kGemvThreads) gemv_rows(const T* __restrict__ w, int64_t ws_o,
                                                           const T* __restrict__ x, int64_t xs, T* y, int64_t O,
                                                           int64_t K) {
   constexpr int V = kVec ? 16 / sizeof(T) : 1;
+  __shared__ float part[kGemvThreads / gpu::kMinWaveSize];
   const int W = PF_WAVE_SIZE;
-  const int lane = threadIdx.x % W;
-  const int64_t waves = int64_t(gridDim.x) * (blockDim.x / W);
-  for (int64_t o = int64_t(blockIdx.x) * (blockDim.x / W) + threadIdx.x / W; o < O; o += waves) {
-    const T* wr = w + o * ws_o;
+  const int lane = threadIdx.x % W, wave = threadIdx.x / W, piece = wave % S;
+  const int64_t rows = (blockDim.x / W) / S;  // outputs per block and round
+  for (int64_t o0 = int64_t(blockIdx.x) * rows; o0 < O; o0 += int64_t(gridDim.x) * rows) {
+    const int64_t o = o0 + wave / S;
     float s = 0.0f;
-    if constexpr (kVec) {
-      const int64_t step = int64_t(W) * V;
-      int64_t k0 = int64_t(lane) * V;
-      for (; k0 + step * (kGemvChunks - 1) < K; k0 += step * kGemvChunks) {
-        Pack<T, V> pw[kGemvChunks], px[kGemvChunks];
+    if (o < O) {
+      const T* wr = w + o * ws_o;
+      if constexpr (kVec) {
+        const int64_t step = int64_t(W) * V * S;
+        int64_t k0 = (int64_t(piece) * W + lane) * V;
+        for (; k0 + step * (U - 1) < K; k0 += step * U) {
+          Pack<T, V> pw[U], px[U];
 #pragma unroll
-        for (int u = 0; u < kGemvChunks; ++u) {
-          pw[u] = *reinterpret_cast<const Pack<T, V>*>(wr + k0 + step * u);
-          px[u] = *reinterpret_cast<const Pack<T, V>*>(x + k0 + step * u);
+          for (int u = 0; u < U; ++u) {
+            pw[u] = *reinterpret_cast<const Pack<T, V>*>(wr + k0 + step * u);
+            px[u] = *reinterpret_cast<const Pack<T, V>*>(x + k0 + step * u);
+          }
+#pragma unroll
+          for (int u = 0; u < U; ++u) {
+#pragma unroll
+            for (int t = 0; t < V; ++t) s += static_cast<float>(pw[u].v[t]) * static_cast<float>(px[u].v[t]);
+          }
         }
+        for (; k0 < K; k0 += step) {
+          const Pack<T, V> pw = *reinterpret_cast<const Pack<T, V>*>(wr + k0);
+          const Pack<T, V> px = *reinterpret_cast<const Pack<T, V>*>(x + k0);
 #pragma unroll
-        for (int u = 0; u < kGemvChunks; ++u) {
-#pragma unroll
-          for (int t = 0; t < V; ++t) s += static_cast<float>(pw[u].v[t]) * static_cast<float>(px[u].v[t]);
+          for (int t = 0; t < V; ++t) s += static_cast<float>(pw.v[t]) * static_cast<float>(px.v[t]);
         }
+      } else {
+        for (int64_t k = lane; k < K; k += W) s += static_cast<float>(wr[k]) * static_cast<float>(x[k * xs]);
       }
-      for (; k0 < K; k0 += step) {
-        const Pack<T, V> pw = *reinterpret_cast<const Pack<T, V>*>(wr + k0);
-        const Pack<T, V> px = *reinterpret_cast<const Pack<T, V>*>(x + k0);
-#pragma unroll
-        for (int t = 0; t < V; ++t) s += static_cast<float>(pw.v[t]) * static_cast<float>(px.v[t]);
-      }
-    } else {
-      for (int64_t k = lane; k < K; k += W) s += static_cast<float>(wr[k]) * static_cast<float>(x[k * xs]);
     }
     s = gpu::warp_reduce_sum(s);
-    if (lane == 0) y[o] = T(s);
+    if constexpr (S == 1) {
+      if (lane == 0 && o < O) y[o] = T(s);
+    } else {
+      if (lane == 0) part[wave] = s;
+      __syncthreads();
+      if (piece == 0 && lane == 0 && o < O) {
+        float t = 0.0f;
+#pragma unroll
+        for (int q = 0; q < S; ++q) t += part[wave + q];
+        y[o] = T(t);
+      }
+      __syncthreads();
+    }
   }
 }
 
@@ -450,11 +465,14 @@ bool try_gemv(const std::vector<Tensor>& in, Tensor& out) {
     if (rows) {
       constexpr int V = 16 / sizeof(T);
       const bool vec = xs == 1 && K % V == 0 && ws_o % V == 0 && aligned16(x) && aligned16(w);
-      const int64_t per_block = kGemvThreads / wave;
+      // Few rows (fewer than ~16 per multiprocessor): four waves per row.
+      const int split = vec && O * 4 <= int64_t(ctx.multiprocessors) * 64 && K >= 4 * wave * V * 2 ? 4 : 1;
+      const int64_t per_block = kGemvThreads / wave / split;
       const unsigned grid = static_cast<unsigned>(
           std::min<int64_t>((O + per_block - 1) / per_block, int64_t(ctx.multiprocessors) * 32));
-      if (vec) gemv_rows<T, true><<<grid, kGemvThreads, 0, ctx.stream>>>(w, ws_o, x, xs, y, O, K);
-      else gemv_rows<T, false><<<grid, kGemvThreads, 0, ctx.stream>>>(w, ws_o, x, xs, y, O, K);
+      if (!vec) gemv_rows<T, false, 1, 1><<<grid, kGemvThreads, 0, ctx.stream>>>(w, ws_o, x, xs, y, O, K);
+      else if (split == 4) gemv_rows<T, true, 4, 2><<<grid, kGemvThreads, 0, ctx.stream>>>(w, ws_o, x, xs, y, O, K);
+      else gemv_rows<T, true, 1, 4><<<grid, kGemvThreads, 0, ctx.stream>>>(w, ws_o, x, xs, y, O, K);
       PF_HIP_CHECK_LAUNCH();
       return;
     }
