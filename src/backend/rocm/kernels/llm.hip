@@ -60,6 +60,7 @@ struct AttnParams {
   int64_t chunks, chunk_len;
   float* part_ml;   // (rows * chunks, 2): m, l; null with one chunk
   float* part_acc;  // (rows * chunks, Dv)
+  unsigned* done;   // per row: chunks finished (attention_decode merges in the last one); zeroed
 };
 
 __device__ inline int64_t visible_keys(const AttnParams& p, int64_t i) {
@@ -162,6 +163,32 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(const T* q, con
 // chunk's (m, l, acc) for attention_combine, or the row with one chunk.
 constexpr int kAttnDecodeChunk = 32;
 
+// The block that finishes a row's last chunk merges the row's chunks (the
+// partials of other blocks are read past L1: volatile after a fence).
+template <typename T>
+__device__ void merge_if_last(T* out, const AttnParams& p, int64_t r) {
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(p.done + r, 1u) == static_cast<unsigned>(p.chunks - 1);
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  const volatile float* ml = p.part_ml + r * p.chunks * 2;
+  const volatile float* acc = p.part_acc + r * p.chunks * p.Dv;
+  float M = -INFINITY;  // chunks without keys have l == 0 and take no part
+  for (int64_t c = 0; c < p.chunks; ++c) M = ml[2 * c + 1] != 0.0f ? fmaxf(M, ml[2 * c]) : M;
+  float L = 0.0f;
+  for (int64_t c = 0; c < p.chunks; ++c) L += ml[2 * c + 1] != 0.0f ? ml[2 * c + 1] * expf(ml[2 * c] - M) : 0.0f;
+  for (int64_t d = threadIdx.x; d < p.Dv; d += blockDim.x) {
+    float o = 0.0f;
+    for (int64_t c = 0; c < p.chunks; ++c) {
+      if (ml[2 * c + 1] != 0.0f) o += acc[c * p.Dv + d] * expf(ml[2 * c] - M);
+    }
+    out[r * p.Dv + d] = L == 0.0f ? T(0.0f) : T(o / L);
+  }
+}
+
 template <typename T, int LPK>
 __global__ void __launch_bounds__(kAttnThreads) attention_decode(const T* q, const T* k, const T* v, T* out,
                                                                  AttnParams p) {
@@ -248,6 +275,7 @@ __global__ void __launch_bounds__(kAttnThreads) attention_decode(const T* q, con
       p.part_ml[2 * w] = M;
       p.part_ml[2 * w + 1] = L;
     }
+    if (p.chunks > 1) merge_if_last(out, p, r);
     __syncthreads();
   }
 }
@@ -571,6 +599,12 @@ void Attention::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   p.chunks = chunks;
   p.chunk_len = (p.Sk + chunks - 1) / chunks;
   std::shared_ptr<Buffer> part_ml, part_acc;
+  std::shared_ptr<Buffer> done;
+  if (chunks > 1 && lpk) {
+    done = temp_buffer(ctx, size_t(rows) * sizeof(unsigned));
+    PF_HIP_CHECK(hipMemsetAsync(done->ptr, 0, size_t(rows) * sizeof(unsigned), ctx.stream));
+    p.done = static_cast<unsigned*>(done->ptr);
+  }
   if (chunks > 1) {
     part_ml = temp_buffer(ctx, size_t(rows * chunks) * 2 * sizeof(float));
     part_acc = temp_buffer(ctx, size_t(rows * chunks * p.Dv) * sizeof(float));
@@ -586,7 +620,7 @@ void Attention::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
     } else {
       launch_attention<T>(npl, grid, ctx.stream, q.data<T>(), k.data<T>(), v.data<T>(), out.data<T>(), p);
     }
-    if (chunks > 1) {
+    if (chunks > 1 && !lpk) {  // attention_decode merges its own chunks
       const unsigned cgrid = static_cast<unsigned>(std::min<int64_t>(rows, int64_t(ctx.multiprocessors) * 16));
       attention_combine<T><<<cgrid, kAttnThreads, 0, ctx.stream>>>(out.data<T>(), p.part_ml, p.part_acc, rows,
                                                                     chunks, p.Dv);
