@@ -8,6 +8,27 @@
 // The algorithm of each convolution problem comes from the tuning cache
 // (pyflame/backend/tuning.h) or, on a miss, from an exhaustive (Find) or
 // heuristic (Get) search whose answer is cached.
+//
+// Layout. Both libraries reach their tensor-core (NVIDIA) and matrix-core
+// (AMD) convolution kernels for 16-bit floats only with channels-last
+// tensors: NHWC activations and KRSC filters (the channel axis innermost).
+// With NCHW they pick slow direct kernels (cuDNN: 5x slower for a bf16 3x3
+// convolution on an H100). Our tensors stay row-major NCHW, so a float16 or
+// bfloat16 convolution with 1 or 2 spatial axes and per-group channel
+// counts that are multiples of 8 (what the tensor-core kernels take) runs
+// channels-last internally: its inputs are transposed into scratch
+// (transpose_batched, a tiled kernel: a few microseconds, far less than the
+// time won), the library runs NHWC, and the result is transposed back.
+// Weights are converted on every call (they change every training step;
+// a filter is small). A channels-last problem the library rejects (not
+// supported, no algorithm) is remembered in the tuning cache and runs NCHW
+// instead: never an error, never a different answer. float32 stays NCHW
+// (its kernels are as fast there). PYFLAME_CONV_LAYOUT=nchw turns the
+// channels-last path off, =nhwc takes it for every floating type and
+// channel count (runtime/settings.h), to measure either against the other.
+// Implementation: dnn.cc holds the shared part (handles, problem keys, the
+// layout path, the API); dnn_cudnn.cc and dnn_miopen.cc the vendor calls,
+// behind dnn_vendor.h.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -19,12 +40,16 @@
 namespace pyflame::backend::rocm::dnn {
 
 // A convolution in the forward sense: x (N, C, *in) * w (K, C/groups, *k)
-// -> y (N, K, *out), PyTorch's cross-correlation.
+// -> y (N, K, *out), PyTorch's cross-correlation. Shapes are always in this
+// logical order; channels_last says the memory order is (N, *in, C) for x
+// and y and (K, *k, C/groups) for w (the API below takes row-major data and
+// sets it itself).
 struct ConvProblem {
   Dtype dtype = Dtype::Float32;
   Shape x, w, y;
   std::vector<int64_t> stride, padding, dilation;
   int64_t groups = 1;
+  bool channels_last = false;
 };
 
 // y = conv(x, w).
@@ -40,6 +65,12 @@ void conv_backward_data(DeviceContext& ctx, const ConvProblem& p, void* x, const
 // backward-filter / backward-weights pass), from x and the output
 // cotangent y.
 void conv_backward_weights(DeviceContext& ctx, const ConvProblem& p, const void* x, void* w, const void* y);
+
+// dst (B, C, R) = src (B, R, C) for `batch` dense matrices of `itemsize`-byte
+// elements, on ctx's stream: the layout conversions of the channels-last
+// path (kernels/conv.hip).
+void transpose_batched(DeviceContext& ctx, size_t itemsize, int64_t batch, int64_t rows, int64_t cols,
+                       const void* src, void* dst);
 
 // The library handle bound to ctx's stream (created on first use).
 gpu::dnn_handle_t handle(DeviceContext& ctx);
