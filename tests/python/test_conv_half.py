@@ -17,9 +17,9 @@ from gradcheck import pf_grads, torch_grads
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-# Largest error over the largest |reference|: a few roundings of the 16-bit
-# result (float16 2^-11, bfloat16 2^-8) with fp32 accumulation.
-TOL = {"float16": 2e-3, "bfloat16": 1.5e-2}
+# Largest error over the largest |reference|: a few roundings of the result
+# (float16 2^-11, bfloat16 2^-8) with fp32 accumulation.
+TOL = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1.5e-2}
 
 # (fn, in channels, out channels, spatial size, kernel, kwargs)
 CASES = [
@@ -78,15 +78,23 @@ def test_conv_half_forward_and_grads(device, case, dtype):
            _arrays(case, dtype), device, dtype)
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_conv_half_channels_last_input(device, dtype):
-    # x is held (N, H, W, C) and given as its (N, C, H, W) permutation, as a
-    # channels-last tensor of PyTorch is; the gradient flows back through it.
-    x, w, b = _arrays(("conv2d", 16, 32, (9, 8), 3, {}), dtype)
-    x_nhwc = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+@pytest.mark.parametrize("dtype,fn,size", [("float16", "conv2d", (9, 8)), ("bfloat16", "conv2d", (9, 8)),
+                                           ("bfloat16", "conv1d", (13,)), ("float16", "conv3d", (4, 5, 3)),
+                                           ("float32", "conv2d", (7, 6))])
+def test_conv_channels_last_input(device, dtype, fn, size):
+    # x is held (N, *spatial, C) and given as its (N, C, *spatial)
+    # permutation, as a channels-last tensor of PyTorch is: the convolution
+    # and its weight gradient read it as it is (float32 and 3-d convert it
+    # for the NCHW path on the GPU); the input gradient flows back through
+    # the permutation.
+    x, w, b = _arrays((fn, 16, 32, size, 3, {}), dtype)
+    nd = x.ndim
+    to_nhwc = (0,) + tuple(range(2, nd)) + (1,)
+    to_nchw = (0, nd - 1) + tuple(range(1, nd - 1))
     kw = dict(stride=2, padding=1)
-    _check(lambda x, w, b: pf.conv2d(pf.transpose(x, (0, 3, 1, 2)), w, b, **kw),
-           lambda x, w, b: F.conv2d(x.permute(0, 3, 1, 2), w, b, **kw), [x_nhwc, w, b], device, dtype)
+    _check(lambda x, w, b: getattr(pf, fn)(pf.transpose(x, to_nchw), w, b, **kw),
+           lambda x, w, b: getattr(F, fn)(x.permute(*to_nchw), w, b, **kw),
+           [np.ascontiguousarray(x.transpose(to_nhwc)), w, b], device, dtype)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

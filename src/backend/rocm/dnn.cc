@@ -251,20 +251,37 @@ std::shared_ptr<Buffer> scratch(DeviceContext& ctx, const ConvProblem& p, const 
   return temp_buffer(ctx, std::max<size_t>(shape_size(s) * itemsize(p.dtype), 1));
 }
 
-ConvProblem as_channels_last(const ConvProblem& p) {
+ConvProblem with_layout(const ConvProblem& p, bool channels_last) {
   ConvProblem q = p;
-  q.channels_last = true;
+  q.channels_last = channels_last;
+  q.x_channels_last = channels_last;
   return q;
 }
 
-// The channels-last runs of the three directions on row-major operands:
-// inputs converted into scratch, the output converted back. False (the
-// output untouched) when the library rejects the problem.
+// x as the library call reads it: converted into `buf` unless already in
+// the wanted memory order.
+const void* x_in(DeviceContext& ctx, const ConvProblem& p, const void* x, bool channels_last,
+                 std::shared_ptr<Buffer>& buf) {
+  if (p.x_channels_last == channels_last) return x;
+  buf = scratch(ctx, p, p.x);
+  if (channels_last) {
+    to_channels_last(ctx, p, p.x, x, buf->ptr);
+  } else {
+    from_channels_last(ctx, p, p.x, x, buf->ptr);
+  }
+  return buf->ptr;
+}
+
+// The channels-last runs of the three directions: inputs converted into
+// scratch (x only when not channels-last already), the output converted
+// back to row-major. False (the output untouched) when the library rejects
+// the problem.
 bool forward_channels_last(DeviceContext& ctx, const ConvProblem& p, const void* x, const void* w, void* y) {
-  auto xt = scratch(ctx, p, p.x), wt = scratch(ctx, p, p.w), yt = scratch(ctx, p, p.y);
-  to_channels_last(ctx, p, p.x, x, xt->ptr);
+  std::shared_ptr<Buffer> xt;
+  const void* xc = x_in(ctx, p, x, true, xt);
+  auto wt = scratch(ctx, p, p.w), yt = scratch(ctx, p, p.y);
   to_channels_last(ctx, p, p.w, w, wt->ptr);
-  if (!forward_chunks(ctx, as_channels_last(p), xt->ptr, wt->ptr, yt->ptr)) return false;
+  if (!forward_chunks(ctx, with_layout(p, true), xc, wt->ptr, yt->ptr)) return false;
   from_channels_last(ctx, p, p.y, yt->ptr, y);
   return true;
 }
@@ -273,22 +290,24 @@ bool backward_data_channels_last(DeviceContext& ctx, const ConvProblem& p, void*
   auto xt = scratch(ctx, p, p.x), wt = scratch(ctx, p, p.w), yt = scratch(ctx, p, p.y);
   to_channels_last(ctx, p, p.y, y, yt->ptr);
   to_channels_last(ctx, p, p.w, w, wt->ptr);
-  if (!backward_data_chunks(ctx, as_channels_last(p), xt->ptr, wt->ptr, yt->ptr)) return false;
+  if (!backward_data_chunks(ctx, with_layout(p, true), xt->ptr, wt->ptr, yt->ptr)) return false;
   from_channels_last(ctx, p, p.x, xt->ptr, x);
   return true;
 }
 
 bool backward_weights_channels_last(DeviceContext& ctx, const ConvProblem& p, const void* x, void* w,
                                     const void* y) {
-  auto xt = scratch(ctx, p, p.x), wt = scratch(ctx, p, p.w), yt = scratch(ctx, p, p.y);
-  to_channels_last(ctx, p, p.x, x, xt->ptr);
+  std::shared_ptr<Buffer> xt;
+  const void* xc = x_in(ctx, p, x, true, xt);
+  auto wt = scratch(ctx, p, p.w), yt = scratch(ctx, p, p.y);
   to_channels_last(ctx, p, p.y, y, yt->ptr);
-  if (!backward_weights_chunks(ctx, as_channels_last(p), xt->ptr, wt->ptr, yt->ptr)) return false;
+  if (!backward_weights_chunks(ctx, with_layout(p, true), xc, wt->ptr, yt->ptr)) return false;
   from_channels_last(ctx, p, p.w, wt->ptr, w);
   return true;
 }
 
-// The row-major (or caller-declared) layout: a rejection is an error here.
+// The row-major layout: a rejection is an error here (only channels-last
+// problems are ever rejected).
 void must(bool ran, const char* fn) {
   if (!ran) throw RuntimeError(errmsg(fn, "the DNN library rejected a channels-last convolution"));
 }
@@ -300,11 +319,14 @@ void must(bool ran, const char* fn) {
 void conv_forward(DeviceContext& ctx, const ConvProblem& p, const void* x, const void* w, void* y) {
   DeviceGuard g(ctx.device);
   if (use_channels_last(p) && forward_channels_last(ctx, p, x, w, y)) return;
-  must(forward_chunks(ctx, p, x, w, y), "conv");
+  std::shared_ptr<Buffer> xt;
+  const void* xr = x_in(ctx, p, x, false, xt);
+  must(forward_chunks(ctx, with_layout(p, false), xr, w, y), "conv");
 }
 
 void conv_backward_data(DeviceContext& ctx, const ConvProblem& p, void* x, const void* w, const void* y) {
   DeviceGuard g(ctx.device);
+  if (p.x_channels_last) throw RuntimeError(errmsg("conv_transpose", "internal: the output must be row-major"));
   if (use_channels_last(p) && backward_data_channels_last(ctx, p, x, w, y)) return;
   must(backward_data_chunks(ctx, p, x, w, y), "conv_transpose");
 }
@@ -312,7 +334,9 @@ void conv_backward_data(DeviceContext& ctx, const ConvProblem& p, void* x, const
 void conv_backward_weights(DeviceContext& ctx, const ConvProblem& p, const void* x, void* w, const void* y) {
   DeviceGuard g(ctx.device);
   if (use_channels_last(p) && backward_weights_channels_last(ctx, p, x, w, y)) return;
-  must(backward_weights_chunks(ctx, p, x, w, y), "conv_weight_grad");
+  std::shared_ptr<Buffer> xt;
+  const void* xr = x_in(ctx, p, x, false, xt);
+  must(backward_weights_chunks(ctx, with_layout(p, false), xr, w, y), "conv_weight_grad");
 }
 
 namespace {

@@ -41,14 +41,17 @@ namespace pyflame::backend::rocm::dnn {
 
 // A convolution in the forward sense: x (N, C, *in) * w (K, C/groups, *k)
 // -> y (N, K, *out), PyTorch's cross-correlation. Shapes are always in this
-// logical order; channels_last says the memory order is (N, *in, C) for x
-// and y and (K, *k, C/groups) for w (the API below takes row-major data and
-// sets it itself).
+// logical order and the data dense. The API below takes row-major operands,
+// except that x, when it is an input (forward, weight gradient), may be
+// channels-last (memory order (N, *in, C)) with x_channels_last set.
+// channels_last is the layout of a library call (set by the wrapper): x and
+// y as (N, *spatial, C), w as (K, *k, C/groups).
 struct ConvProblem {
   Dtype dtype = Dtype::Float32;
   Shape x, w, y;
   std::vector<int64_t> stride, padding, dilation;
   int64_t groups = 1;
+  bool x_channels_last = false;
   bool channels_last = false;
 };
 

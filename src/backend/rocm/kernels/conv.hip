@@ -84,6 +84,14 @@ void launch_transpose(DeviceContext& ctx, int64_t batch, int64_t rows, int64_t c
   PF_HIP_CHECK_LAUNCH();
 }
 
+// Whether a convolution's data input is channels-last (else row-major:
+// conv_data_input gives nothing else).
+bool data_layout(const Tensor& x, const char* fn) {
+  if (x.is_row_contiguous()) return false;
+  if (!is_channels_last(x)) throw RuntimeError(errmsg(fn, "internal: the input is neither row-major nor channels-last"));
+  return true;
+}
+
 }  // namespace
 
 namespace dnn {
@@ -121,6 +129,7 @@ void Conv::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   } else if (!geom.transposed) {
     dnn::ConvProblem p{out.dtype(), x.shape(), w.shape(), out.shape(), geom.stride, geom.padding, geom.dilation,
                        geom.groups};
+    p.x_channels_last = data_layout(x, name());
     dnn::conv_forward(ctx, p, x.raw_data(), w.raw_data(), out.raw_data());
   } else {
     // The transposed convolution's output is the forward convolution's
@@ -180,6 +189,7 @@ void ConvWeightGrad::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   }
   dnn::ConvProblem p{out.dtype(), x.shape(), out.shape(), gy.shape(), geom.stride, geom.padding, geom.dilation,
                      geom.groups};
+  p.x_channels_last = data_layout(x, name());
   dnn::conv_backward_weights(ctx, p, x.raw_data(), out.raw_data(), gy.raw_data());
 }
 
