@@ -10,24 +10,27 @@
 // heuristic (Get) search whose answer is cached.
 //
 // Layout. Both libraries reach their tensor-core (NVIDIA) and matrix-core
-// (AMD) convolution kernels for 16-bit floats only with channels-last
+// (AMD) convolution kernels for 16-bit floats through channels-last
 // tensors: NHWC activations and KRSC filters (the channel axis innermost).
-// With NCHW they pick slow direct kernels (cuDNN: 5x slower for a bf16 3x3
-// convolution on an H100). Our tensors stay row-major NCHW, so a float16 or
-// bfloat16 convolution with 1 or 2 spatial axes and per-group channel
-// counts that are multiples of 8 (what the tensor-core kernels take) runs
-// channels-last internally: its inputs are transposed into scratch
-// (transpose_batched, a tiled kernel: a few microseconds, far less than the
-// time won), the library runs NHWC, and the result is transposed back.
-// Weights are converted on every call (they change every training step;
-// a filter is small). A channels-last problem the library rejects (not
-// supported, no algorithm) is remembered in the tuning cache and runs NCHW
-// instead: never an error, never a different answer. float32 stays NCHW
-// (its kernels are as fast there). PYFLAME_CONV_LAYOUT=nchw turns the
-// channels-last path off, =nhwc takes it for every floating type and
-// channel count (runtime/settings.h), to measure either against the other.
-// Implementation: dnn.cc holds the shared part (handles, problem keys, the
-// layout path, the API); dnn_cudnn.cc and dnn_miopen.cc the vendor calls,
+// With NCHW, cuDNN's legacy API picks slow kernels (a bf16 3x3 convolution
+// took 5x PyTorch's channels-last time on an H100). Our tensors are NCHW, so
+// a float16 or bfloat16 convolution with 1 or 2 spatial axes and per-group
+// channel counts that are multiples of 8 (what the tensor-core kernels
+// take) runs channels-last inside the call: its inputs are transposed into
+// scratch (transpose_batched, a tiled kernel at copy speed), the library
+// runs NHWC, and the result is transposed back. An input x that is
+// channels-last already (a PyTorch-style channels-last tensor: the op
+// functions pass one through, see ir/primitives_conv.h) is read as it is.
+// Outputs are always row-major, so every consumer of a convolution reads
+// its usual layout. Weights are converted on every call (they change every
+// training step; a filter is small). A channels-last problem the library
+// rejects (not supported, no algorithm) is remembered in the tuning cache
+// and runs NCHW: never an error, never a different answer. float32 stays
+// NCHW (already within 10% of PyTorch there). PYFLAME_CONV_LAYOUT=nchw
+// turns the channels-last path off and =nhwc takes it for every floating
+// type and channel count (runtime/settings.h), to measure one against the
+// other. Code: dnn.cc holds the shared part (handles, problem keys, the
+// layout path, the API), dnn_cudnn.cc and dnn_miopen.cc the vendor calls,
 // behind dnn_vendor.h.
 #pragma once
 #include <cstdint>
