@@ -86,9 +86,11 @@ void launch_transpose(DeviceContext& ctx, int64_t batch, int64_t rows, int64_t c
 
 // Whether a convolution's data input is channels-last (else row-major:
 // conv_data_input gives nothing else).
-bool data_layout(const Tensor& x, const char* fn) {
+bool input_channels_last(const Tensor& x, const char* fn) {
   if (x.is_row_contiguous()) return false;
-  if (!is_channels_last(x)) throw RuntimeError(errmsg(fn, "internal: the input is neither row-major nor channels-last"));
+  if (!is_channels_last(x)) {
+    throw RuntimeError(errmsg(fn, "internal: the input is neither row-major nor channels-last"));
+  }
   return true;
 }
 
@@ -107,7 +109,8 @@ void transpose_batched(DeviceContext& ctx, size_t itemsize, int64_t batch, int64
     case 2: launch_transpose<uint16_t>(ctx, batch, rows, cols, src, dst); break;
     case 4: launch_transpose<uint32_t>(ctx, batch, rows, cols, src, dst); break;
     case 8: launch_transpose<uint64_t>(ctx, batch, rows, cols, src, dst); break;
-    default: throw RuntimeError(errmsg("conv", "no layout conversion for " + std::to_string(itemsize) + "-byte elements"));
+    default:
+      throw RuntimeError(errmsg("conv", "no layout conversion for " + std::to_string(itemsize) + "-byte elements"));
   }
 }
 
@@ -129,7 +132,7 @@ void Conv::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   } else if (!geom.transposed) {
     dnn::ConvProblem p{out.dtype(), x.shape(), w.shape(), out.shape(), geom.stride, geom.padding, geom.dilation,
                        geom.groups};
-    p.x_channels_last = data_layout(x, name());
+    p.x_channels_last = input_channels_last(x, name());
     dnn::conv_forward(ctx, p, x.raw_data(), w.raw_data(), out.raw_data());
   } else {
     // The transposed convolution's output is the forward convolution's
@@ -189,7 +192,7 @@ void ConvWeightGrad::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   }
   dnn::ConvProblem p{out.dtype(), x.shape(), out.shape(), gy.shape(), geom.stride, geom.padding, geom.dilation,
                      geom.groups};
-  p.x_channels_last = data_layout(x, name());
+  p.x_channels_last = input_channels_last(x, name());
   dnn::conv_backward_weights(ctx, p, x.raw_data(), out.raw_data(), gy.raw_data());
 }
 
