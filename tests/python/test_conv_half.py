@@ -7,6 +7,10 @@ with groups, stride, padding, dilation, 1x1 and 1-d problems, transposed
 convolution and channels-last (permuted) inputs. Errors are measured against
 the largest reference value of each result: a 16-bit value rounds relative to
 its own magnitude, and a wrong layout is off by the whole scale."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -111,3 +115,16 @@ def test_conv_half_chain_and_repeat(device, dtype):
 
     for _ in range(2):
         _check(f(pf), f(torch), [x, w1, w2], device, dtype)
+
+
+@pytest.mark.parametrize("layout", ["nhwc", "nchw"])
+def test_conv_forced_layout(gpu_device, layout):
+    # PYFLAME_CONV_LAYOUT is read once per process: this file's cases again
+    # in a fresh one with every GPU convolution channels-last (float32, odd
+    # channel counts and depthwise included, which the library may reject:
+    # then the NCHW path must take over) or none.
+    env = dict(os.environ, PYFLAME_CONV_LAYOUT=layout, PYFLAME_TEST_DEVICES=gpu_device)
+    out = subprocess.run([sys.executable, "-m", "pytest", os.path.basename(__file__), "-q", "-x",
+                          "-p", "no:cacheprovider", "-k", "not forced_layout"],
+                         env=env, cwd=os.path.dirname(os.path.abspath(__file__)), capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
