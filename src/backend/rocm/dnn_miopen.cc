@@ -226,6 +226,11 @@ bool conv_chunk(DeviceContext& ctx, const ConvProblem& p, typename Dir::XPtr x, 
     have = Dir::solution_workspace(H, D, solution, &ws) == miopenStatusSuccess;
   }
   if (!have) {
+    size_t count = 0;
+    if (cl) {  // Find throws an unknown error when no solver applies: ask first
+      PF_DNN_TRY(Dir::solution_count(H, D, count), cl, reject());
+      if (count == 0) return reject();
+    }
     if (exhaustive) {
       // Find times the candidates and records them in MIOpen's find-db,
       // which GetSolution then ranks by.
@@ -236,7 +241,6 @@ bool conv_chunk(DeviceContext& ctx, const ConvProblem& p, typename Dir::XPtr x, 
       int n = 0;
       PF_DNN_TRY(Dir::find(H, D, x, w, y, perf, n, buf, find_ws), cl, reject());
     }
-    size_t count = 0;
     PF_DNN_TRY(Dir::solution_count(H, D, count), cl, reject());
     std::vector<miopenConvSolution_t> sols(std::max<size_t>(count, 1));
     PF_DNN_TRY(Dir::solutions(H, D, sols, count), cl, reject());
