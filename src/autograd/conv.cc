@@ -33,7 +33,7 @@ Tensor conv_weight_grad(const Tensor& x, const Tensor& gy, const Shape& w_shape,
   fwd.transposed = false;
   fwd.output_padding.assign(g.nspatial(), 0);
   return Tensor::make(w_shape, x.dtype(), x.device(), std::make_shared<ConvWeightGrad>(std::move(fwd)),
-                      {contiguous(x), contiguous(gy)});
+                      {conv_data_input(x), contiguous(gy)});
 }
 
 // Spatial size of a forward convolution's output (PyTorch's rule).

@@ -1,7 +1,9 @@
 // Primitives of the 'conv' family: convolution (forward and transposed),
 // pooling and batch normalization over 1 to 3 spatial axes. Inputs are
-// row-major (the op functions make them contiguous); layouts are
-// (N, C, *spatial) with the batch axis always present.
+// row-major (the op functions make them contiguous), except the data input
+// x of a forward Conv and of ConvWeightGrad, which may also be channels-last
+// dense (conv_data_input); layouts are (N, C, *spatial) with the batch axis
+// always present.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -31,6 +33,15 @@ struct ConvGeometry {
   int nspatial() const { return static_cast<int>(stride.size()); }
   void params(ParamSink& sink) const { sink(stride, padding, dilation, output_padding, groups, transposed); }
 };
+
+// Whether x (N, C, *spatial) is dense in the memory order (N, *spatial, C):
+// a channels-last tensor (a permutation of a row-major NHWC array).
+bool is_channels_last(const Tensor& x);
+
+// The data input of a forward convolution or its weight gradient: x itself
+// when row-major or channels-last dense (the GPU's channels-last path reads
+// it without a conversion), else a row-major copy.
+Tensor conv_data_input(const Tensor& x);
 
 // Inputs: x (N, Cin, *in), weight, and optionally bias (Cout). Forward:
 // weight (Cout, Cin/groups, *k). Transposed (the gradient of the forward

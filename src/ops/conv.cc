@@ -10,6 +10,27 @@
 
 namespace pyflame {
 
+bool is_channels_last(const Tensor& x) {
+  if (x.ndim() < 3) return false;
+  const Shape& sh = x.shape();
+  const Strides& st = x.strides();
+  int64_t expect = 1;
+  auto next = [&](int a) {  // axis a is the next one out in memory
+    if (sh[a] != 1 && st[a] != expect) return false;
+    expect *= sh[a];
+    return true;
+  };
+  if (!next(1)) return false;
+  for (int a = x.ndim() - 1; a >= 2; --a) {
+    if (!next(a)) return false;
+  }
+  return next(0);
+}
+
+Tensor conv_data_input(const Tensor& x) {
+  return x.is_row_contiguous() || is_channels_last(x) ? x : contiguous(x);
+}
+
 namespace {
 
 std::string list_str(const IntList& v) {
@@ -199,7 +220,7 @@ Tensor conv_impl(const Tensor& x_in, const Tensor& w, const std::optional<Tensor
   }
 
   ConvGeometry g{stride, padding, dilation, out_pad, groups, transposed};
-  std::vector<Tensor> inputs{contiguous(x), contiguous(w)};
+  std::vector<Tensor> inputs{transposed ? contiguous(x) : conv_data_input(x), contiguous(w)};
   if (bias) inputs.push_back(contiguous(*bias));
   Tensor out = Tensor::make(out_shape, x.dtype(), x.device(), std::make_shared<Conv>(std::move(g), bias.has_value()),
                             std::move(inputs));

@@ -48,6 +48,16 @@ bool cpu_baseline_isa() {
   return on;
 }
 
+ConvLayout conv_layout() {
+  static const ConvLayout layout = [] {
+    const char* v = env("PYFLAME_CONV_LAYOUT");
+    if (v && std::string(v) == "nchw") return ConvLayout::Nchw;
+    if (v && std::string(v) == "nhwc") return ConvLayout::Nhwc;
+    return ConvLayout::Auto;
+  }();
+  return layout;
+}
+
 const std::string& cache_dir() {
   static const std::string dir = [] {
     if (const char* d = env("PYFLAME_CACHE_DIR")) return std::string(d);

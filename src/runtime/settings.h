@@ -9,6 +9,9 @@
 //                          fusion left on
 //   PYFLAME_CACHE_DIR=dir  where compiled kernels are kept; default
 //                          $XDG_CACHE_HOME/pyflame, else ~/.cache/pyflame
+//   PYFLAME_CONV_LAYOUT=nchw|nhwc  GPU convolutions: never channels-last,
+//                          or channels-last for every floating type and
+//                          channel count; default auto (backend/rocm/dnn.h)
 //   PYFLAME_CPU_ISA=sse2   the CPU's vectorized math in its baseline (SSE2)
 //                          build even where AVX2 is there (backend/cpu/vec_math.h)
 #pragma once
@@ -21,6 +24,8 @@ bool gpu_poison();
 bool fusion();
 bool fusion_gpu();
 bool cpu_baseline_isa();
+enum class ConvLayout { Auto, Nchw, Nhwc };
+ConvLayout conv_layout();
 // Empty when no directory can be named (no HOME): the disk cache is then off.
 const std::string& cache_dir();
 

@@ -139,6 +139,24 @@ TEST(Views, TransposeSliceBroadcastShareBuffers) {
   EXPECT_EQ(host(reshape(t, {6})), (std::vector<float>{0, 3, 1, 4, 2, 5}));
 }
 
+// A channels-last tensor (the NCHW permutation of a row-major NHWC array)
+// reaches the convolution as it is, with no row-major copy in between; any
+// other layout is copied. Both give the row-major input's result.
+TEST(Views, ConvReadsAChannelsLastInputAsItIs) {
+  manual_seed(5);
+  Tensor nhwc = randn({2, 5, 4, 8}), w = randn({6, 8, 3, 3});
+  nhwc.eval();
+  Tensor x = transpose(nhwc, {0, 3, 1, 2});
+  Tensor y = conv2d(x, w, std::nullopt, {1}, {1});
+  EXPECT_TRUE(y.inputs()[0].is_view_of(nhwc));
+  const auto want = host(conv2d(contiguous(x), w, std::nullopt, {1}, {1}));
+  const auto got = host(y);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4);
+  Tensor odd = transpose(nhwc, {0, 3, 2, 1});  // (N, C, W, H): neither layout
+  EXPECT_FALSE(conv2d(odd, w).inputs()[0].is_view_of(nhwc));
+}
+
 TEST(Ops, MatmulMatchesLoop) {
   manual_seed(3);
   Tensor a = randn({3, 5, 7}), b = randn({7, 4});

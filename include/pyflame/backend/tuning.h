@@ -1,7 +1,8 @@
 // The DNN algorithm tuning cache (spec: MIOpenTuningCache). Process-wide:
-// for each problem (op, shapes, dtype, parameters, math mode, library and
-// device architecture) the algorithm the DNN library chose, consulted before
-// any search. Exhaustive search times every algorithm once per problem
+// for each problem (op, shapes, dtype, parameters, math mode, memory layout,
+// library and device architecture) the algorithm the DNN library chose, or
+// that it rejected a channels-last problem (backend/rocm/dnn.h), consulted
+// before any search. Exhaustive search times every algorithm once per problem
 // (MIOpen Find / cudnnFind*Ex); heuristic search asks the library's ranking
 // (MIOpen GetSolution / cudnnGet*_v7). A cache file persists the entries:
 // set_cache_file loads it and every update rewrites it. Plain data: it works

@@ -1,8 +1,9 @@
 """DNN algorithm tuning cache (spec: ``MIOpenTuningCache``).
 
 One process-wide cache holds, per convolution problem (op, shapes, dtype,
-stride/padding/dilation/groups, math mode, DNN library and GPU architecture),
-the algorithm the DNN library chose (MIOpen on AMD, cuDNN on NVIDIA). It is
+stride/padding/dilation/groups, math mode, memory layout, DNN library and GPU
+architecture), the algorithm the DNN library chose (MIOpen on AMD, cuDNN on
+NVIDIA), or that it rejected a channels-last problem, which then runs NCHW. It is
 consulted before any search. With exhaustive search on (the default) a miss
 times every candidate once (MIOpen Find / cudnnFind*Ex); off, the library's
 heuristic ranking (MIOpen GetSolution / cudnnGet*_v7) picks. A cache file

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/cpu/copy.h"
 #include "backend/cpu/kernel_utils.h"
 
 namespace pyflame::cpu {
@@ -25,19 +26,27 @@ inline void spatial3(const Shape& shape, int64_t (&out)[3]) {
   for (int d = 0; d < nsp; ++d) out[3 - nsp + d] = shape[2 + d];
 }
 
-// A row-major tensor's values as float32: the tensor's own memory for
-// float32, else a converted copy.
+// A tensor's values as row-major float32: a row-major float32 tensor's own
+// memory, else a converted copy (a convolution's data input may be
+// channels-last, see ir/primitives_conv.h).
 class FloatView {
  public:
   explicit FloatView(const Tensor& t) {
-    if (t.dtype() == Dtype::Float32) {
-      ptr_ = t.data<float>();
+    const void* src = t.raw_data();
+    std::vector<char> dense;
+    if (!t.is_row_contiguous()) {
+      dense.resize(t.nbytes());
+      copy_strided_to_contiguous(t, dense.data());
+      src = dense.data();
+    }
+    if (t.dtype() == Dtype::Float32 && dense.empty()) {
+      ptr_ = static_cast<const float*>(src);
       return;
     }
     buf_.resize(t.size());
     dispatch_float(t.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      const T* p = t.data<T>();
+      const T* p = static_cast<const T*>(src);
       parallel_for(t.size(), kGrain, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) buf_[i] = static_cast<float>(p[i]);
       });

@@ -8,6 +8,30 @@
 // The algorithm of each convolution problem comes from the tuning cache
 // (pyflame/backend/tuning.h) or, on a miss, from an exhaustive (Find) or
 // heuristic (Get) search whose answer is cached.
+//
+// Layout. Both libraries reach their tensor-core (NVIDIA) and matrix-core
+// (AMD) convolution kernels for 16-bit floats through channels-last
+// tensors: NHWC activations and KRSC filters (the channel axis innermost).
+// With NCHW, cuDNN's legacy API picks slow kernels (a bf16 3x3 convolution
+// took 5x PyTorch's channels-last time on an H100). Our tensors are NCHW, so
+// a float16 or bfloat16 convolution with 1 or 2 spatial axes and per-group
+// channel counts that are multiples of 8 (what the tensor-core kernels
+// take) runs channels-last inside the call: its inputs are transposed into
+// scratch (transpose_batched, a tiled kernel at copy speed), the library
+// runs NHWC, and the result is transposed back. An input x that is
+// channels-last already (a PyTorch-style channels-last tensor: the op
+// functions pass one through, see ir/primitives_conv.h) is read as it is.
+// Outputs are always row-major, so every consumer of a convolution reads
+// its usual layout. Weights are converted on every call (they change every
+// training step; a filter is small). A channels-last problem the library
+// rejects (not supported, no algorithm) is remembered in the tuning cache
+// and runs NCHW: never an error, never a different answer. float32 stays
+// NCHW (already within 10% of PyTorch there). PYFLAME_CONV_LAYOUT=nchw
+// turns the channels-last path off and =nhwc takes it for every floating
+// type and channel count (runtime/settings.h), to measure one against the
+// other. Code: dnn.cc holds the shared part (handles, problem keys, the
+// layout path, the API), dnn_cudnn.cc and dnn_miopen.cc the vendor calls,
+// behind dnn_vendor.h.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -19,12 +43,19 @@
 namespace pyflame::backend::rocm::dnn {
 
 // A convolution in the forward sense: x (N, C, *in) * w (K, C/groups, *k)
-// -> y (N, K, *out), PyTorch's cross-correlation.
+// -> y (N, K, *out), PyTorch's cross-correlation. Shapes are always in this
+// logical order and the data dense. The API below takes row-major operands,
+// except that x, when it is an input (forward, weight gradient), may be
+// channels-last (memory order (N, *in, C)) with x_channels_last set.
+// channels_last is the layout of a library call (set by the wrapper): x and
+// y as (N, *spatial, C), w as (K, *k, C/groups).
 struct ConvProblem {
   Dtype dtype = Dtype::Float32;
   Shape x, w, y;
   std::vector<int64_t> stride, padding, dilation;
   int64_t groups = 1;
+  bool x_channels_last = false;
+  bool channels_last = false;
 };
 
 // y = conv(x, w).
@@ -40,6 +71,12 @@ void conv_backward_data(DeviceContext& ctx, const ConvProblem& p, void* x, const
 // backward-filter / backward-weights pass), from x and the output
 // cotangent y.
 void conv_backward_weights(DeviceContext& ctx, const ConvProblem& p, const void* x, void* w, const void* y);
+
+// dst (B, C, R) = src (B, R, C) for `batch` dense matrices of `itemsize`-byte
+// elements, on ctx's stream: the layout conversions of the channels-last
+// path (kernels/conv.hip).
+void transpose_batched(DeviceContext& ctx, size_t itemsize, int64_t batch, int64_t rows, int64_t cols,
+                       const void* src, void* dst);
 
 // The library handle bound to ctx's stream (created on first use).
 gpu::dnn_handle_t handle(DeviceContext& ctx);

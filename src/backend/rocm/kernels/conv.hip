@@ -1,8 +1,10 @@
 // Convolution on the GPU through the DNN library (dnn.h: MIOpen / cuDNN):
 // forward convolution, and transposed convolution as the backward-data
 // convolution, and the weight gradient as the backward-weights (filter)
-// convolution. Bias is added by a small kernel here.
+// convolution. Bias is added by a small kernel here, and the layout
+// conversions of the channels-last path (dnn.h) are a tiled transpose.
 #include <algorithm>
+#include <cstdint>
 
 #include "backend/rocm/dnn.h"
 #include "backend/rocm/kernels/common.h"
@@ -44,7 +46,75 @@ __global__ void crop_copy(T* dst, const T* src, Crop3 g, int64_t total) {
   }
 }
 
+constexpr int kTile = 32, kTileRows = 8;  // a 32x32 tile per block of 32x8 threads
+
+// dst (B, C, R) = src (B, R, C): each block moves 32x32 tiles through shared
+// memory so that both the reads and the writes are coalesced. The padding
+// column keeps the transposed reads free of bank conflicts.
+template <typename T>
+__global__ void transpose_tiles(T* dst, const T* src, int64_t batch, int64_t rows, int64_t cols) {
+  __shared__ T tile[kTile][kTile + 1];
+  const int64_t tiles_c = (cols + kTile - 1) / kTile, tiles = tiles_c * ((rows + kTile - 1) / kTile);
+  for (int64_t b = blockIdx.y; b < batch; b += gridDim.y) {
+    const T* s = src + b * rows * cols;
+    T* d = dst + b * rows * cols;
+    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+      const int64_t r0 = t / tiles_c * kTile, c0 = t % tiles_c * kTile;
+      for (int i = threadIdx.y; i < kTile; i += kTileRows) {
+        const int64_t r = r0 + i, c = c0 + threadIdx.x;
+        if (r < rows && c < cols) tile[i][threadIdx.x] = s[r * cols + c];
+      }
+      __syncthreads();
+      for (int i = threadIdx.y; i < kTile; i += kTileRows) {
+        const int64_t c = c0 + i, r = r0 + threadIdx.x;
+        if (r < rows && c < cols) d[c * rows + r] = tile[threadIdx.x][i];
+      }
+      __syncthreads();
+    }
+  }
+}
+
+template <typename T>
+void launch_transpose(DeviceContext& ctx, int64_t batch, int64_t rows, int64_t cols, const void* src, void* dst) {
+  const int64_t tiles = ((rows + kTile - 1) / kTile) * ((cols + kTile - 1) / kTile);
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles, 1 << 20)),
+                  static_cast<unsigned>(std::min<int64_t>(batch, 65535)));
+  transpose_tiles<T><<<grid, dim3(kTile, kTileRows), 0, ctx.stream>>>(static_cast<T*>(dst),
+                                                                       static_cast<const T*>(src), batch, rows, cols);
+  PF_HIP_CHECK_LAUNCH();
+}
+
+// Whether a convolution's data input is channels-last (else row-major:
+// conv_data_input gives nothing else).
+bool input_channels_last(const Tensor& x, const char* fn) {
+  if (x.is_row_contiguous()) return false;
+  if (!is_channels_last(x)) {
+    throw RuntimeError(errmsg(fn, "internal: the input is neither row-major nor channels-last"));
+  }
+  return true;
+}
+
 }  // namespace
+
+namespace dnn {
+
+void transpose_batched(DeviceContext& ctx, size_t itemsize, int64_t batch, int64_t rows, int64_t cols,
+                       const void* src, void* dst) {
+  if (batch == 0 || rows == 0 || cols == 0) return;
+  if (rows == 1 || cols == 1) {  // the same memory order: a plain copy
+    PF_HIP_CHECK(hipMemcpyAsync(dst, src, batch * rows * cols * itemsize, hipMemcpyDeviceToDevice, ctx.stream));
+    return;
+  }
+  switch (itemsize) {
+    case 2: launch_transpose<uint16_t>(ctx, batch, rows, cols, src, dst); break;
+    case 4: launch_transpose<uint32_t>(ctx, batch, rows, cols, src, dst); break;
+    case 8: launch_transpose<uint64_t>(ctx, batch, rows, cols, src, dst); break;
+    default:
+      throw RuntimeError(errmsg("conv", "no layout conversion for " + std::to_string(itemsize) + "-byte elements"));
+  }
+}
+
+}  // namespace dnn
 }  // namespace pyflame::backend::rocm
 
 namespace pyflame {
@@ -62,6 +132,7 @@ void Conv::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   } else if (!geom.transposed) {
     dnn::ConvProblem p{out.dtype(), x.shape(), w.shape(), out.shape(), geom.stride, geom.padding, geom.dilation,
                        geom.groups};
+    p.x_channels_last = input_channels_last(x, name());
     dnn::conv_forward(ctx, p, x.raw_data(), w.raw_data(), out.raw_data());
   } else {
     // The transposed convolution's output is the forward convolution's
@@ -121,6 +192,7 @@ void ConvWeightGrad::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   }
   dnn::ConvProblem p{out.dtype(), x.shape(), out.shape(), gy.shape(), geom.stride, geom.padding, geom.dilation,
                      geom.groups};
+  p.x_channels_last = input_channels_last(x, name());
   dnn::conv_backward_weights(ctx, p, x.raw_data(), out.raw_data(), gy.raw_data());
 }
 

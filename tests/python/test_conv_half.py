@@ -1,0 +1,130 @@
+"""Half-precision convolution (float16, bfloat16): the output and the
+gradients of input, weight and bias against float64 torch on the CPU (from
+the same rounded values), on every device. On the GPU, per-group channel
+counts that are multiples of 8 take the DNN library's channels-last (NHWC)
+path (backend/rocm/dnn.h) and the others its NCHW one; the cases cover both,
+with groups, stride, padding, dilation, 1x1 and 1-d problems, transposed
+convolution and channels-last (permuted) inputs. Errors are measured against
+the largest reference value of each result: a 16-bit value rounds relative to
+its own magnitude, and a wrong layout is off by the whole scale."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import pyflame as pf
+from conftest import random_array
+from gradcheck import pf_grads, torch_grads
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+# Largest error over the largest |reference|: a few roundings of the result
+# (float16 2^-11, bfloat16 2^-8) with fp32 accumulation.
+TOL = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1.5e-2}
+
+# (fn, in channels, out channels, spatial size, kernel, kwargs)
+CASES = [
+    ("conv2d", 16, 16, (10, 9), 3, dict(padding=1)),
+    ("conv2d", 16, 32, (11, 11), 3, dict(stride=2, padding=1, groups=2)),
+    ("conv2d", 8, 16, (9, 10), (3, 2), dict(padding=(2, 1), dilation=(2, 1))),
+    ("conv2d", 16, 8, (7, 8), 1, dict()),
+    ("conv2d", 3, 16, (9, 9), 3, dict(padding=1)),  # C=3: the NCHW path
+    ("conv2d", 16, 16, (8, 8), 3, dict(padding=1, groups=16)),  # depthwise: NCHW
+    ("conv2d", 24, 12, (6, 7), 3, dict(stride=(1, 2))),  # K/groups=12: NCHW
+    ("conv1d", 16, 24, (20,), 5, dict(stride=2, padding=2)),
+    ("conv_transpose2d", 16, 16, (6, 7), 3, dict(stride=2, padding=1, output_padding=1)),
+    ("conv_transpose1d", 8, 16, (9,), 4, dict(stride=3, groups=2)),
+]
+
+
+def _case_id(c):
+    return f"{c[0]}-c{c[1]}k{c[2]}-{'-'.join(f'{k}{v}' for k, v in c[5].items())}"
+
+
+def _arrays(case, dtype):
+    fn, cin, cout, size, k, kw = case
+    nsp = len(size)
+    k = (k,) * nsp if isinstance(k, int) else k
+    g = kw.get("groups", 1)
+    wshape = (cin, cout // g) if fn.startswith("conv_transpose") else (cout, cin // g)
+    fan_in = (cin // g) * int(np.prod(k))
+    x = random_array((2, cin) + size, dtype, -1, 1)
+    w = random_array(wshape + k, dtype, -fan_in ** -0.5, fan_in ** -0.5)
+    b = random_array((cout,), dtype, -1, 1)
+    return x, w, b
+
+
+def _assert_scaled_close(got, want, dtype, what):
+    scale = max(float(np.abs(want).max()), 1e-3)
+    err = float(np.abs(got - want).max())
+    assert err <= TOL[dtype] * scale, f"{what}: max error {err:.3g} against a scale of {scale:.3g} ({dtype})"
+
+
+def _check(pf_fn, torch_fn, arrays, device, dtype):
+    out_ref, _ = torch_grads(torch_fn, arrays)
+    cot = np.random.uniform(-1, 1, size=out_ref.shape)
+    cot = pf.tensor(cot.astype(np.float32)).astype(dtype).astype("float64").numpy()  # as pf sees it
+    out_ref, ref = torch_grads(torch_fn, arrays, cot)
+    out, got = pf_grads(pf_fn, arrays, device, cot, dtype)
+    _assert_scaled_close(out, out_ref, dtype, "output")
+    for i, (g, r) in enumerate(zip(got, ref)):
+        _assert_scaled_close(g, r, dtype, f"gradient of input {i}")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("case", CASES, ids=_case_id)
+def test_conv_half_forward_and_grads(device, case, dtype):
+    fn, kw = case[0], case[5]
+    _check(lambda x, w, b: getattr(pf, fn)(x, w, b, **kw), lambda x, w, b: getattr(F, fn)(x, w, b, **kw),
+           _arrays(case, dtype), device, dtype)
+
+
+@pytest.mark.parametrize("dtype,fn,size", [("float16", "conv2d", (9, 8)), ("bfloat16", "conv2d", (9, 8)),
+                                           ("bfloat16", "conv1d", (13,)), ("float16", "conv3d", (4, 5, 3)),
+                                           ("float32", "conv2d", (7, 6))])
+def test_conv_channels_last_input(device, dtype, fn, size):
+    # x is held (N, *spatial, C) and given as its (N, C, *spatial)
+    # permutation, as a channels-last tensor of PyTorch is: the convolution
+    # and its weight gradient read it as it is (float32 and 3-d convert it
+    # for the NCHW path on the GPU); the input gradient flows back through
+    # the permutation.
+    x, w, b = _arrays((fn, 16, 32, size, 3, {}), dtype)
+    nd = x.ndim
+    to_nhwc = (0,) + tuple(range(2, nd)) + (1,)
+    to_nchw = (0, nd - 1) + tuple(range(1, nd - 1))
+    kw = dict(stride=2, padding=1)
+    _check(lambda x, w, b: getattr(pf, fn)(pf.transpose(x, to_nchw), w, b, **kw),
+           lambda x, w, b: getattr(F, fn)(x.permute(*to_nchw), w, b, **kw),
+           [np.ascontiguousarray(x.transpose(to_nhwc)), w, b], device, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_conv_half_chain_and_repeat(device, dtype):
+    # Two layers back to back (the second reads the first's converted
+    # output), evaluated twice: the second run takes its algorithms from the
+    # tuning cache.
+    x, w1, _ = _arrays(("conv2d", 16, 16, (8, 8), 3, {}), dtype)
+    _, w2, _ = _arrays(("conv2d", 16, 8, (8, 8), 3, {}), dtype)
+
+    def f(lib):
+        conv, relu = (pf.conv2d, pf.relu) if lib is pf else (F.conv2d, torch.relu)
+        return lambda x, w1, w2: conv(relu(conv(x, w1, padding=1)), w2, padding=1)
+
+    for _ in range(2):
+        _check(f(pf), f(torch), [x, w1, w2], device, dtype)
+
+
+@pytest.mark.parametrize("layout", ["nhwc", "nchw"])
+def test_conv_forced_layout(gpu_device, layout):
+    # PYFLAME_CONV_LAYOUT is read once per process: this file's cases again
+    # in a fresh one with every GPU convolution channels-last (float32, odd
+    # channel counts and depthwise included, which the library may reject:
+    # then the NCHW path must take over) or none.
+    env = dict(os.environ, PYFLAME_CONV_LAYOUT=layout, PYFLAME_TEST_DEVICES=gpu_device)
+    out = subprocess.run([sys.executable, "-m", "pytest", os.path.basename(__file__), "-q", "-x",
+                          "-p", "no:cacheprovider", "-k", "not forced_layout"],
+                         env=env, cwd=os.path.dirname(os.path.abspath(__file__)), capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
