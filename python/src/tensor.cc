@@ -76,7 +76,30 @@ Tensor getitem(const Tensor& x, nb::handle key) {
   }
   Tensor out = x;
   int axis = 0;
+  // Consecutive slices make one slice view (x[:, :, :n] is one step of a
+  // compiled function, not three).
+  std::vector<int64_t> b, e, s;
+  auto flush = [&] {
+    if (b.empty()) return;
+    out = slice(out, b, e, s);
+    b.clear();
+  };
   for (auto h : items) {
+    if (PySlice_Check(h.ptr())) {
+      Py_ssize_t start, stop, step;
+      if (PySlice_Unpack(h.ptr(), &start, &stop, &step) < 0) throw nb::python_error();
+      if (b.empty()) {
+        b.assign(out.ndim(), 0);
+        e.assign(out.shape().begin(), out.shape().end());
+        s.assign(out.ndim(), 1);
+      }
+      b[axis] = start;
+      e[axis] = stop;
+      s[axis] = step;
+      ++axis;
+      continue;
+    }
+    flush();
     if (h.is(Py_Ellipsis)) {
       axis += x.ndim() - consumed;
     } else if (h.is_none()) {
@@ -85,19 +108,10 @@ Tensor getitem(const Tensor& x, nb::handle key) {
       // As in NumPy: x[True] adds an axis of size 1, x[False] one of size 0.
       out = unsqueeze(out, axis);
       if (!PyObject_IsTrue(h.ptr())) {
-        std::vector<int64_t> b(out.ndim(), 0), e(out.shape()), s(out.ndim(), 1);
-        e[axis] = 0;
-        out = slice(out, b, e, s);
+        std::vector<int64_t> b0(out.ndim(), 0), e0(out.shape()), s0(out.ndim(), 1);
+        e0[axis] = 0;
+        out = slice(out, b0, e0, s0);
       }
-      ++axis;
-    } else if (PySlice_Check(h.ptr())) {
-      Py_ssize_t start, stop, step;
-      if (PySlice_Unpack(h.ptr(), &start, &stop, &step) < 0) throw nb::python_error();
-      std::vector<int64_t> b(out.ndim(), 0), e(out.shape()), s(out.ndim(), 1);
-      b[axis] = start;
-      e[axis] = stop;
-      s[axis] = step;
-      out = slice(out, b, e, s);
       ++axis;
     } else if (PyLong_Check(h.ptr()) || PyIndex_Check(h.ptr())) {
       out = select(out, axis, index_value(h, out, axis));
@@ -106,6 +120,7 @@ Tensor getitem(const Tensor& x, nb::handle key) {
                                          "indices, got " + nb::cast<std::string>(nb::repr(h.type()))));
     }
   }
+  flush();
   return out;
 }
 

@@ -82,8 +82,9 @@ std::shared_ptr<Buffer> allocate_on(DeviceContext& ctx, size_t bytes);
 // A range check whose verdict waits for the end of the evaluation: returns
 // `words` zeroed device words (ordered on ctx's stream) that a kernel sets
 // when it finds a bad value; once the evaluation's streams have finished,
-// the words are read (one copy per check, one wait per stream) and, if the
-// first is non-zero, `raise` throws the error from them. Checks raise in the
+// the words are read and, if the first is non-zero, `raise` throws the
+// error from them. The words are sub-allocated from slabs (one allocation,
+// memset and copy per slab, not per check; one wait per stream). Checks raise in the
 // order they were made. Only inside an evaluation (eval_gpu always is).
 using CheckRaise = std::function<void(const int64_t* words)>;
 int64_t* deferred_check(DeviceContext& ctx, int words, CheckRaise raise);
@@ -91,10 +92,11 @@ int64_t* deferred_check(DeviceContext& ctx, int words, CheckRaise raise);
 // While a graph is captured (graph.cc), a deferred check is the graph's: its
 // words (zeroed by the graph itself) live as long as the graph and are read
 // after each launch. take_captured_checks() hands this thread's over (and
-// forgets them); read_captured_checks copies the words once each after the
-// work queued on `stream`, waits once, and raises the first failed check.
+// forgets them); read_captured_checks copies each slab's words once after
+// the work queued on `stream`, waits once, and raises the first failed check.
 struct CapturedCheck {
-  std::shared_ptr<Buffer> words;
+  std::shared_ptr<Buffer> words;  // the slab (shared by the graph's checks)
+  size_t at;                      // this check's first word in it
   int count;
   CheckRaise raise;
 };
