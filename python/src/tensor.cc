@@ -77,11 +77,14 @@ Tensor getitem(const Tensor& x, nb::handle key) {
   Tensor out = x;
   int axis = 0;
   // Consecutive slices make one slice view (x[:, :, :n] is one step of a
-  // compiled function, not three).
+  // compiled function, not three); whole-axis slices before another index
+  // make none (the result is a new view anyway).
   std::vector<int64_t> b, e, s;
-  auto flush = [&] {
+  auto flush = [&](bool last) {
     if (b.empty()) return;
-    out = slice(out, b, e, s);
+    bool whole = true;
+    for (size_t i = 0; i < b.size(); ++i) whole = whole && b[i] == 0 && s[i] == 1 && e[i] >= out.shape()[i];
+    if (!whole || last) out = slice(out, b, e, s);
     b.clear();
   };
   for (auto h : items) {
@@ -99,10 +102,12 @@ Tensor getitem(const Tensor& x, nb::handle key) {
       ++axis;
       continue;
     }
-    flush();
     if (h.is(Py_Ellipsis)) {
       axis += x.ndim() - consumed;
-    } else if (h.is_none()) {
+      continue;
+    }
+    flush(false);
+    if (h.is_none()) {
       out = unsqueeze(out, axis++);
     } else if (is_bool_scalar(h)) {
       // As in NumPy: x[True] adds an axis of size 1, x[False] one of size 0.
@@ -120,7 +125,7 @@ Tensor getitem(const Tensor& x, nb::handle key) {
                                          "indices, got " + nb::cast<std::string>(nb::repr(h.type()))));
     }
   }
-  flush();
+  flush(true);
   return out;
 }
 
