@@ -239,7 +239,8 @@ class LlamaModel:
     def _positions(self, pad, pos, S):
         """(B, 1, S) rotary positions of the slots pos.. of each row. Scores
         depend on position differences only, so this keeps a row's rounding
-        (float32 angles) what it is when the row runs alone."""
+        (float32 angles) what it is when the row runs alone. float32, rope's
+        positions dtype (exact for any cache length below 2**24)."""
         p = np.arange(pos, pos + S)[None, :] - np.asarray(pad)[:, None]
         return pf.tensor(np.maximum(p, 0)[:, None, :], dtype=pf.float32, device=self.device)
 
