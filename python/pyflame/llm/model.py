@@ -108,7 +108,9 @@ def _fuse_layer(weights, prefix):
 
 class LlamaModel:
     """Holds the weights (a dict of name -> tensor, Hugging Face names) and runs
-    the forward pass. Built by ``pyflame.llm.load``."""
+    the forward pass. Built by ``pyflame.llm.load``. The dict is changed in
+    place: each layer's q/k/v and gate/up parts become ``self_attn.qkv_proj``
+    and ``mlp.gate_up_proj`` (weights and biases, see _fuse_layer)."""
 
     def __init__(self, config, weights, dtype, device):
         self.config, self.dtype, self.device = config, dtype, device
