@@ -349,8 +349,8 @@ def test_decode_step_ops(ckpt):
 
 
 def test_projections_fused_at_load(device, ckpt, rng):
-    # q/k/v (and Qwen2's biases) and gate/up are each one weight, built layer
-    # by layer: loading never holds more than one layer's projections twice.
+    # q/k/v (and Qwen2's biases) and gate/up are each one weight, joined on
+    # the host: loading never holds more than one layer's projections twice.
     from test_sort import _Memory
     path, cfg, W = ckpt("qwen2")
     import gc
@@ -375,6 +375,12 @@ def test_projections_fused_at_load(device, ckpt, rng):
     np.testing.assert_array_equal(bias, np.concatenate([W[p + f"self_attn.{n}_proj.bias"]
                                                         for n in "qkv"]).astype(np.float32))
     assert model.weights[p + "mlp.gate_up_proj.weight"].shape == (2 * I, D)
+    # A model made from a dict of the parts fuses them itself (on the device).
+    given = {k: pf.tensor(v.astype(np.float32), device=device) for k, v in W.items()}
+    direct = llm.LlamaModel(model.config, given, model.dtype, model.device)
+    assert p + "self_attn.qkv_proj.bias" in given and p + "self_attn.q_proj.weight" not in given
+    ids = rng.integers(0, cfg["vocab_size"], size=(2, 5))
+    np.testing.assert_array_equal(direct(ids).numpy(), model(ids).numpy())
 
 
 def test_cache_batch_and_capacity_errors(device, ckpt):

@@ -94,8 +94,9 @@ _FUSED = {"self_attn.qkv_proj": ("self_attn.q_proj", "self_attn.k_proj", "self_a
 def _fuse_layer(weights, prefix):
     """Replaces the parts of each fused projection of one layer (weights and
     biases) in `weights` by their concatenation, evaluated now: the parts go
-    before the next layer is fused, so loading holds at most one layer's
-    projections twice."""
+    before the next layer is fused, so at most one layer's projections are
+    held twice. (``load`` joins the parts on the host before uploading, so
+    its dicts arrive fused; this serves dicts made otherwise.)"""
     for fused, parts in _FUSED.items():
         for kind in ("weight", "bias"):
             names = [f"{prefix}{part}.{kind}" for part in parts]
