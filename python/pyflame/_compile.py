@@ -125,6 +125,12 @@ class Compiled:
         """How many of its programs replay as a captured GPU graph now."""
         return sum(entry[0].captured for entry in list(self._cache.values()))
 
+    @property
+    def steps(self):
+        """Per program (one per traced signature): the names of the ops a
+        replay records and evaluates, in order (views included)."""
+        return [entry[0].step_names for entry in list(self._cache.values())]
+
     def __get__(self, obj, objtype=None):  # a compiled method binds like a function
         return self if obj is None else functools.partial(self, obj)
 

@@ -62,9 +62,15 @@ PyProgram* build(PyTrace& t, const std::vector<Tensor>& args, const std::vector<
 // The outputs, or None when the program no longer fits (trace again).
 nb::object replay(PyProgram& p, const std::vector<Tensor>& args) {
   std::optional<runtime::Program::Result> r;
+  // What the live handles hold now: the versions they let go of below.
+  std::vector<const Node*> held;
+  for (const nb::weakref& w : p.holders) {
+    nb::object h = w();
+    if (!h.is_none()) held.push_back(nb::cast<Tensor&>(h).node());
+  }
   {
     nb::gil_scoped_release release;
-    r = p.program->replay(args);
+    r = p.program->replay(args, held);
   }
   if (!r) return nb::none();
   for (size_t i = 0; i < p.holders.size(); ++i) {
@@ -97,6 +103,7 @@ void init_compile(nb::module_& m) {
                   nb::rv_policy::take_ownership)
       .def("replay", &replay)
       .def_prop_ro("steps", [](const PyProgram& p) { return p.program->steps(); })
+      .def_prop_ro("step_names", [](const PyProgram& p) { return p.program->step_names(); })
       .def_prop_ro("captured", [](const PyProgram& p) { return p.program->captured(); });
   m.def("_tracing", []() { return runtime::active_trace() != nullptr; });
   // The cache key of a call's tensors: their layouts and the switches a

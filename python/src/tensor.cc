@@ -76,28 +76,47 @@ Tensor getitem(const Tensor& x, nb::handle key) {
   }
   Tensor out = x;
   int axis = 0;
+  // Consecutive slices make one slice view (x[:, :, :n] is one step of a
+  // compiled function, not three); whole-axis slices before another index
+  // make none (the result is a new view anyway).
+  std::vector<int64_t> b, e, s;
+  auto flush = [&](bool last) {
+    if (b.empty()) return;
+    bool whole = true;
+    for (size_t i = 0; i < b.size(); ++i) whole = whole && b[i] == 0 && s[i] == 1 && e[i] >= out.shape()[i];
+    if (!whole || last) out = slice(out, b, e, s);
+    b.clear();
+  };
   for (auto h : items) {
+    if (PySlice_Check(h.ptr())) {
+      Py_ssize_t start, stop, step;
+      if (PySlice_Unpack(h.ptr(), &start, &stop, &step) < 0) throw nb::python_error();
+      if (b.empty()) {
+        b.assign(out.ndim(), 0);
+        e.assign(out.shape().begin(), out.shape().end());
+        s.assign(out.ndim(), 1);
+      }
+      b[axis] = start;
+      e[axis] = stop;
+      s[axis] = step;
+      ++axis;
+      continue;
+    }
     if (h.is(Py_Ellipsis)) {
       axis += x.ndim() - consumed;
-    } else if (h.is_none()) {
+      continue;
+    }
+    flush(false);
+    if (h.is_none()) {
       out = unsqueeze(out, axis++);
     } else if (is_bool_scalar(h)) {
       // As in NumPy: x[True] adds an axis of size 1, x[False] one of size 0.
       out = unsqueeze(out, axis);
       if (!PyObject_IsTrue(h.ptr())) {
-        std::vector<int64_t> b(out.ndim(), 0), e(out.shape()), s(out.ndim(), 1);
-        e[axis] = 0;
-        out = slice(out, b, e, s);
+        std::vector<int64_t> b0(out.ndim(), 0), e0(out.shape()), s0(out.ndim(), 1);
+        e0[axis] = 0;
+        out = slice(out, b0, e0, s0);
       }
-      ++axis;
-    } else if (PySlice_Check(h.ptr())) {
-      Py_ssize_t start, stop, step;
-      if (PySlice_Unpack(h.ptr(), &start, &stop, &step) < 0) throw nb::python_error();
-      std::vector<int64_t> b(out.ndim(), 0), e(out.shape()), s(out.ndim(), 1);
-      b[axis] = start;
-      e[axis] = stop;
-      s[axis] = step;
-      out = slice(out, b, e, s);
       ++axis;
     } else if (PyLong_Check(h.ptr()) || PyIndex_Check(h.ptr())) {
       out = select(out, axis, index_value(h, out, axis));
@@ -106,6 +125,7 @@ Tensor getitem(const Tensor& x, nb::handle key) {
                                          "indices, got " + nb::cast<std::string>(nb::repr(h.type()))));
     }
   }
+  flush(true);
   return out;
 }
 

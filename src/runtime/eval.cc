@@ -23,6 +23,7 @@
 #include "ir/primitive.h"
 #include "runtime/allocator.h"
 #include "runtime/backend.h"
+#include "runtime/donation.h"
 #include "runtime/trace.h"
 
 namespace pyflame {
@@ -105,11 +106,15 @@ void publish(const std::vector<NodeRef>& order) {
 // no one can observe that input after this node: only this node holds the
 // input's node (no user handle, no other consumer) and only that node holds
 // its buffer (no views), and the layouts and sizes match. Else null.
+// Under a replay, references its DonationScope vouches for do not count.
 std::shared_ptr<Buffer> donated_buffer(Node* n) {
   const int i = n->prim->donor_input();
   if (i < 0 || n->requires_grad) return nullptr;
   const std::shared_ptr<Node>& in = n->inputs[i].node_ptr();
-  if (in.use_count() != 1 || !in->buffer || in->buffer.use_count() != 1) return nullptr;
+  const runtime::KnownHolders known = runtime::known_holders(in.get());
+  if (in.use_count() != 1 + known.nodes || !in->buffer || in->buffer.use_count() != 1 + known.buffers) {
+    return nullptr;
+  }
   if (in->offset != 0 || in->dtype != n->dtype || in->device != n->device || in->shape != n->shape ||
       in->strides != n->strides || in->buffer->bytes < shape_size(in->shape) * itemsize(in->dtype)) {
     return nullptr;
@@ -302,3 +307,26 @@ void eval(const std::vector<Tensor>& outputs) {
 }
 
 }  // namespace pyflame
+
+namespace pyflame::runtime {
+
+namespace {
+thread_local const std::vector<KnownHolders>* t_known = nullptr;
+}
+
+DonationScope::DonationScope(std::vector<KnownHolders> known) : known_(std::move(known)), prev_(t_known) {
+  t_known = &known_;
+}
+
+DonationScope::~DonationScope() { t_known = prev_; }
+
+KnownHolders known_holders(const Node* n) {
+  if (t_known) {
+    for (const KnownHolders& k : *t_known) {
+      if (k.node == n) return k;
+    }
+  }
+  return {n, 0, 0};
+}
+
+}  // namespace pyflame::runtime

@@ -208,6 +208,13 @@ void Program::instantiate(Values& v) const {
   }
 }
 
+std::vector<std::string> Program::step_names() const {
+  std::vector<std::string> names;
+  names.reserve(steps_.size());
+  for (const Step& s : steps_) names.emplace_back(s.prim->name());
+  return names;
+}
+
 std::vector<int32_t> Program::roots() const {
   std::vector<int32_t> r(outputs_);
   r.insert(r.end(), rebound_.begin(), rebound_.end());
@@ -243,17 +250,36 @@ Program::Result Program::results(const Values& v) const {
   return r;
 }
 
-std::optional<Program::Result> Program::replay(const std::vector<Tensor>& args) const {
+std::vector<KnownHolders> Program::dying(const std::vector<Tensor>& caps,
+                                         const std::vector<const Node*>& held) const {
+  std::vector<KnownHolders> known;
+  for (size_t i = 0; i < rebound_.size(); ++i) {
+    const int32_t c = rebound_cap_[i];
+    if (c < 0 || (rebound_[i] >> 28) != Val) continue;
+    const Node* old = caps[c].node();
+    if (std::any_of(known.begin(), known.end(), [&](const KnownHolders& k) { return k.node == old; })) continue;
+    long refs = std::count(held.begin(), held.end(), old);
+    for (const Tensor& t : caps) refs += t.node() == old;
+    known.push_back({old, refs, 0});
+  }
+  return known;
+}
+
+std::optional<Program::Result> Program::replay(const std::vector<Tensor>& args,
+                                               const std::vector<const Node*>& held) const {
   std::vector<Tensor> caps;
   if (!resolve(args, caps)) return std::nullopt;
   if (graph_) {
-    if (auto r = replay_graph(args, caps)) return r;
+    if (auto r = replay_graph(args, caps, held)) return r;
   }
   Values v{args, caps, {}};
   instantiate(v);
   std::vector<Tensor> all;
   for (int32_t i : roots()) all.push_back(v(i));
-  eval(all);
+  {
+    DonationScope scope(dying(caps, held));
+    eval(all);
+  }
   release(v);
   return results(v);
 }

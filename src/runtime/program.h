@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "pyflame/tensor.h"
+#include "runtime/donation.h"
 #include "runtime/trace.h"
 
 namespace pyflame::runtime {
@@ -34,9 +35,15 @@ class Program {
   // wrote, and writes those gradients. Nothing when something baked in no
   // longer holds (an argument's layout, a captured tensor gone or changed,
   // a .grad that was empty and is not, ...): the caller traces again.
-  std::optional<Result> replay(const std::vector<Tensor>& args) const;
+  // `held`: what each live handle the program rebinds holds now (the
+  // caller rebinds them to the results): a handle's old version that only
+  // the replay and the handle hold dies with the step, so in-place writes
+  // into it (put, slice_update) take its buffer (runtime/donation.h).
+  std::optional<Result> replay(const std::vector<Tensor>& args, const std::vector<const Node*>& held = {}) const;
 
   size_t steps() const { return steps_.size(); }
+  // Each step's primitive name, in order (the op count of a replay).
+  std::vector<std::string> step_names() const;
   // Whether its replays launch a captured GPU graph now.
   bool captured() const;
 
@@ -95,6 +102,9 @@ class Program {
   // The values a replay evaluates: outputs, rebound values, gradients.
   std::vector<int32_t> roots() const;
   void release(const Values& v) const;
+  // The rebound handles' old versions that die with the step (see replay),
+  // with the references the replay and the handles hold to them.
+  std::vector<KnownHolders> dying(const std::vector<Tensor>& caps, const std::vector<const Node*>& held) const;
   // Writes the gradients and collects the results from the evaluated values.
   Result results(const Values& v) const;
 
@@ -103,9 +113,12 @@ class Program {
   // later ones, its arguments copied in and its results copied out.
   struct Graph;
   void plan_graph();
-  std::optional<Result> replay_graph(const std::vector<Tensor>& args, const std::vector<Tensor>& caps) const;
-  bool capture(Graph& g, const std::vector<Tensor>& args, const std::vector<Tensor>& caps) const;
-  bool capture_once(Graph& g, const std::vector<Tensor>& args, const std::vector<Tensor>& caps) const;
+  std::optional<Result> replay_graph(const std::vector<Tensor>& args, const std::vector<Tensor>& caps,
+                                    const std::vector<const Node*>& held) const;
+  bool capture(Graph& g, const std::vector<Tensor>& args, const std::vector<Tensor>& caps,
+               const std::vector<const Node*>& held) const;
+  bool capture_once(Graph& g, const std::vector<Tensor>& args, const std::vector<Tensor>& caps,
+                    const std::vector<const Node*>& held) const;
   std::shared_ptr<Graph> graph_;  // null: never captured (not all on one GPU, random draws, ...)
 
   int32_t value_of(const Trace& t, const std::shared_ptr<Node>& n);

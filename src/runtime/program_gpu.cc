@@ -87,9 +87,10 @@ bool Program::captured() const {
   return graph_->exec != nullptr;
 }
 
-bool Program::capture(Graph& g, const std::vector<Tensor>& args, const std::vector<Tensor>& caps) const {
+bool Program::capture(Graph& g, const std::vector<Tensor>& args, const std::vector<Tensor>& caps,
+                      const std::vector<const Node*>& held) const {
   try {
-    if (capture_once(g, args, caps)) return true;
+    if (capture_once(g, args, caps, held)) return true;
   } catch (const std::exception& e) {  // out of memory for the inputs, a context that cannot be made
     g.stop(e.what());
   }
@@ -97,9 +98,11 @@ bool Program::capture(Graph& g, const std::vector<Tensor>& args, const std::vect
   return false;
 }
 
-bool Program::capture_once(Graph& g, const std::vector<Tensor>& args, const std::vector<Tensor>& caps) const {
+bool Program::capture_once(Graph& g, const std::vector<Tensor>& args, const std::vector<Tensor>& caps,
+                           const std::vector<const Node*>& held) const {
   // The graph's input buffers, holding this call's arguments.
   g.inputs.clear();
+  g.baked.clear();  // a captured tensor's buffer held only by its node can be donated
   {
     GpuEvaluation ev;
     std::vector<DeviceCopy> in;
@@ -127,12 +130,17 @@ bool Program::capture_once(Graph& g, const std::vector<Tensor>& args, const std:
   // Called twice: a warm-up, then under capture (whose results are kept).
   // The warm-up's results go back to the private pool first, so the
   // captured run allocates only cached blocks (no driver call in capture).
+  // Only the captured run writes the rebound handles' dying old versions in
+  // place (a KV cache's put): the graph then updates the baked buffer
+  // itself, once per launch, and the warm-up leaves it as it was.
+  int runs = 0;
   auto run = [&] {
     kept.clear();
     Values v{inputs, caps, {}};
     instantiate(v);
     std::vector<Tensor> all;
     for (int32_t i : roots) all.push_back(v(i));
+    DonationScope scope(runs++ ? dying(caps, held) : std::vector<KnownHolders>{});
     eval(all);
     release(v);
     kept = std::move(all);
@@ -151,15 +159,18 @@ bool Program::capture_once(Graph& g, const std::vector<Tensor>& args, const std:
 }
 
 std::optional<Program::Result> Program::replay_graph(const std::vector<Tensor>& args,
-                                                     const std::vector<Tensor>& caps) const {
+                                                     const std::vector<Tensor>& caps,
+                                                     const std::vector<const Node*>& held) const {
   Graph& g = *graph_;
   if (g.never) return std::nullopt;
   for (const Tensor& a : args) {
     if (a.offset() != 0 || !a.is_row_contiguous()) return std::nullopt;  // copied in whole
   }
-  std::vector<Tensor> ready(args);
-  ready.insert(ready.end(), caps.begin(), caps.end());
-  eval(ready);
+  {
+    std::vector<Tensor> ready(args);
+    ready.insert(ready.end(), caps.begin(), caps.end());
+    eval(ready);
+  }
   std::lock_guard<std::mutex> lock(g.mu);
   if (g.never) return std::nullopt;
   if (g.exec) {
@@ -170,12 +181,14 @@ std::optional<Program::Result> Program::replay_graph(const std::vector<Tensor>& 
       }
     }
   }
-  if (!g.exec && (g.never || !capture(g, args, caps))) return std::nullopt;
+  if (!g.exec && (g.never || !capture(g, args, caps, held))) return std::nullopt;
   // Results: steps come out of graph memory into fresh buffers; arguments
   // and captured tensors are themselves. A handle's new value (a parameter
   // after an optimizer step) goes back into the buffer of the version the
   // graph read, in place, as PyTorch's optimizers update: the next replay
-  // reads the same memory, so the graph stays valid.
+  // reads the same memory, so the graph stays valid. A new value the graph
+  // wrote into that buffer itself (a KV cache's put took it over in the
+  // captured run) needs no copy.
   const std::vector<int32_t> roots = this->roots();
   std::vector<int32_t> write_back(steps_.size(), -1);  // step -> captured tensor
   for (size_t i = 0; i < rebound_.size(); ++i) {
@@ -213,7 +226,7 @@ std::optional<Program::Result> Program::replay_graph(const std::vector<Tensor>& 
     } else {
       n->buffer = allocate_gpu(g.device, bytes);
     }
-    out.push_back({n->buffer->ptr, bytes ? src->buffer->ptr : nullptr, bytes});
+    if (n->buffer != src->buffer) out.push_back({n->buffer->ptr, bytes ? src->buffer->ptr : nullptr, bytes});
     v.steps[r & 0xfffffff] = Tensor(std::move(n));
   }
   if (!gpu_graph_replay(*g.exec, in, out)) {

@@ -289,10 +289,10 @@ def test_gpu_graph_raises_its_range_checks(gpu_device, rng):
     assert cf.graphs == 1
 
 
-def test_gpu_graph_with_uploads_inside(gpu_device, rng):
-    """An op that uploads a host table while evaluating (rope's frequencies)
-    is captured: the graph keeps the staged table and reads it on every
-    replay, also after other uploads reused the pool."""
+def test_gpu_graph_with_rope_inside(gpu_device, rng):
+    """Rope (its frequency table made on first use, outside any capture) is
+    captured and replays right, also after other uploads reused the pinned
+    pool."""
     cf = pf.compile(lambda x: pf.rope(x, theta=500.0) + 1)
     for _ in range(4):
         x = randt(rng, 2, 3, 5, 8)

@@ -60,3 +60,41 @@ def test_cross_entropy_target_error_with_grad(device, multi_stream):
     fixed.backward()
     assert logits.grad.shape == (4, 3)
     assert np.isfinite(fixed.item())
+
+
+def _many_lookups(w, ids):
+    """One embedding (one range check) per id, summed: one evaluation."""
+    return pf.stack([pf.embedding(i, w) for i in ids]).sum(0)
+
+
+def test_many_checks_in_one_evaluation(device, multi_stream):
+    # More check words than one slab holds (eval_context.cc): the first
+    # failing check raises, and every lookup is checked.
+    w_np = _weights()
+    w = pf.tensor(w_np)
+    rows = [k % 5 for k in range(700)]
+    ids = [pf.tensor(np.array([r])) for r in rows]
+    np.testing.assert_allclose(_many_lookups(w, ids).numpy(), w_np[rows].sum(0)[None])
+    for bad in (3, 600, 699):
+        ids_bad = list(ids)
+        ids_bad[bad] = pf.tensor(np.array([6 + bad % 3]))
+        with pytest.raises(IndexError, match=rf"^\[embedding\] index {6 + bad % 3} is out of range"):
+            _many_lookups(w, ids_bad).numpy()
+    np.testing.assert_allclose(_many_lookups(w, ids).numpy(), w_np[rows].sum(0)[None])
+
+
+def test_many_checks_in_a_compiled_function(device):
+    # On a GPU the checks are the captured graph's (sub-allocated there too):
+    # each replay reads them and raises the first failed one.
+    w_np = _weights()
+    w = pf.tensor(w_np)
+    f = pf.compile(lambda idx: pf.stack([pf.embedding(idx[k], w) for k in range(600)]).sum(0))
+    good = np.arange(600) % 5
+    for _ in range(3):
+        np.testing.assert_allclose(f(pf.tensor(good.reshape(600, 1))).numpy(), w_np[good].sum(0)[None])
+    for bad in (1, 550):
+        idx = good.copy()
+        idx[bad] = 7
+        with pytest.raises(IndexError, match=r"^\[embedding\] index 7 is out of range"):
+            f(pf.tensor(idx.reshape(600, 1))).numpy()
+        np.testing.assert_allclose(f(pf.tensor(good.reshape(600, 1))).numpy(), w_np[good].sum(0)[None])

@@ -119,6 +119,25 @@ def test_rope_matches_hf_rotate_half(device):
                  atol=2e-5)
 
 
+def test_rope_frequency_tables(device):
+    # Each (head_dim, theta, inv_freq) has its own table (on a GPU uploaded
+    # once and kept): tables of the same head_dim stay apart, calls after the
+    # first read the kept one.
+    x = random_array((2, 3, 5, 8), "float32")
+    pos = np.arange(5) + 3
+    inv_a = [1.0, 0.5, 0.25, 0.125]
+    inv_b = [0.9, 0.3, 0.01, 0.001]
+    cases = [(dict(), 10000.0 ** (-np.arange(0, 8, 2) / 8)),
+             (dict(theta=500000.0), 500000.0 ** (-np.arange(0, 8, 2) / 8)),
+             (dict(inv_freq=inv_a), np.array(inv_a)), (dict(inv_freq=inv_b), np.array(inv_b))]
+    for _ in range(2):
+        for kw, inv in cases:
+            ang = pos[:, None] * np.asarray(inv, np.float64)[None, :]
+            c, s_ = np.cos(ang), np.sin(ang)
+            want = np.concatenate([x[..., :4] * c - x[..., 4:] * s_, x[..., 4:] * c + x[..., :4] * s_], -1)
+            assert_close(pf.rope(make_tensor(x), offset=3, **kw), want, "float32", rtol=1e-5, atol=1e-5)
+
+
 def test_rope_properties(device):
     x = random_array((3, 4, 10), "float32")
     out = pf.rope(make_tensor(x)).numpy()

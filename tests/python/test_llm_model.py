@@ -291,6 +291,98 @@ def test_decode_writes_the_cache_in_place(device, ckpt):
         assert mem.peak() - before < per_tensor // 2
 
 
+def _data_ptrs(tensors):
+    """Where each CPU tensor's data lives (the NumPy view is dropped at once:
+    holding it would keep the buffer from being written in place)."""
+    return [np.from_dlpack(t).__array_interface__["data"][0] for t in tensors]
+
+
+def test_compiled_decode_writes_the_cache_in_place(device, ckpt):
+    # A replay's put takes the buffer of the handle's old version (it dies
+    # with the step): no cache-sized buffer per token, and on the CPU each
+    # layer's keys and values stay in the same memory from token to token.
+    from test_sort import _Memory
+    path, cfg, _ = ckpt("llama2")
+    model, _ = llm.load(path, device=device)
+    cache = model.make_cache(1, 4096)
+    per_tensor = 4 * cfg["num_key_value_heads"] * 4096 * (cfg["hidden_size"] // cfg["num_attention_heads"])
+    model([[1, 2, 3]], cache).numpy()
+    for tok in (4, 5, 6):  # the trace, and on a GPU the capture
+        model.decode([[tok]], cache).numpy()
+    caches = cache.keys + cache.values
+    ptrs = _data_ptrs(caches) if device == "cpu" else None  # NumPy views: CPU only
+    mem = _Memory(device)
+    for tok in (7, 8, 9):
+        pf.synchronize()
+        mem.reset()
+        before = mem.used()
+        model.decode([[tok]], cache).numpy()
+        assert mem.peak() - before < per_tensor // 2
+    if device == "cpu":
+        assert _data_ptrs(caches) == ptrs
+        # A version someone still holds is not written: the step copies. (A
+        # GPU graph writes the memory it baked in, which a detach() shares.)
+        old = cache.keys[0] * 1
+        held = cache.keys[0].detach()
+        model.decode([[10]], cache).numpy()
+        np.testing.assert_array_equal(held.numpy(), old.numpy())
+        assert not np.array_equal(cache.keys[0].numpy(), old.numpy())
+
+
+def test_decode_step_ops(ckpt):
+    # What a compiled decode step records per layer: one GEMM for q, k and v
+    # and one for gate and up (fused at load), one rope for q and k, and the
+    # rotary positions cast once for every layer.
+    import collections
+    path, cfg, _ = ckpt("qwen2")
+    model, _ = llm.load(path, device="cpu")
+    L = cfg["num_hidden_layers"]
+    cache = model.make_cache(1, 8)
+    model([[1, 2]], cache)
+    model.decode([[3]], cache)
+    (names,) = cache._step.steps
+    count = collections.Counter(names)
+    assert count["matmul"] == 4 * L + 1
+    assert count["rope"] == L and count["put"] == 2 * L
+    assert count["scaled_dot_product_attention"] == L and count["rms_norm"] == 2 * L + 1
+    assert count["astype"] == 1 and count["transpose"] == 3 * L
+
+
+def test_projections_fused_at_load(device, ckpt, rng):
+    # q/k/v (and Qwen2's biases) and gate/up are each one weight, joined on
+    # the host: loading never holds more than one layer's projections twice.
+    from test_sort import _Memory
+    path, cfg, W = ckpt("qwen2")
+    import gc
+    mem = _Memory(device)
+    gc.collect()
+    pf.synchronize()
+    mem.reset()
+    model, _ = llm.load(path, device=device)
+    pf.synchronize()
+    extra = mem.peak() - mem.used()
+    D, I = cfg["hidden_size"], cfg["intermediate_size"]
+    H, Hkv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], D // cfg["num_attention_heads"]
+    layer = 4 * ((H + 2 * Hkv) * hd * (D + 1) + 2 * I * D)
+    assert extra <= layer + 4096
+    p = "model.layers.1."
+    parts = [f"self_attn.{n}_proj.{kind}" for n in "qkv" for kind in ("weight", "bias")]
+    assert not any(p + n in model.weights for n in parts + ["mlp.gate_proj.weight", "mlp.up_proj.weight"])
+    qkv = model.weights[p + "self_attn.qkv_proj.weight"].numpy()
+    np.testing.assert_array_equal(qkv, np.concatenate([W[p + f"self_attn.{n}_proj.weight"]
+                                                       for n in "qkv"]).astype(np.float32))
+    bias = model.weights[p + "self_attn.qkv_proj.bias"].numpy()
+    np.testing.assert_array_equal(bias, np.concatenate([W[p + f"self_attn.{n}_proj.bias"]
+                                                        for n in "qkv"]).astype(np.float32))
+    assert model.weights[p + "mlp.gate_up_proj.weight"].shape == (2 * I, D)
+    # A model made from a dict of the parts fuses them itself (on the device).
+    given = {k: pf.tensor(v.astype(np.float32), device=device) for k, v in W.items()}
+    direct = llm.LlamaModel(model.config, given, model.dtype, model.device)
+    assert p + "self_attn.qkv_proj.bias" in given and p + "self_attn.q_proj.weight" not in given
+    ids = rng.integers(0, cfg["vocab_size"], size=(2, 5))
+    np.testing.assert_array_equal(direct(ids).numpy(), model(ids).numpy())
+
+
 def test_cache_batch_and_capacity_errors(device, ckpt):
     path, cfg, W = ckpt("llama2")
     model, _ = llm.load(path, device=device)

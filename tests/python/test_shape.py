@@ -174,6 +174,16 @@ def test_getitem_chained_and_of_views(device, x):
     assert_close(b[3:, 1], np.broadcast_to(x[:1], (6, 4, 5))[3:, 1], "float32")
 
 
+def test_getitem_slices_make_one_view(x):
+    # Consecutive slices of one index are one view (one step of a compiled
+    # function); None, integers and ... between them split it.
+    t = make_tensor(x, "float32")
+    f = pf.compile(lambda t: (t[1:, :, ::2] * 2, t[:, None, 1:, ::-1], t[::2, 1, 2:]))
+    for got, want in zip(f(t), (x[1:, :, ::2] * 2, x[:, None, 1:, ::-1], x[::2, 1, 2:])):
+        assert_close(got, want, "float32")
+    assert [n for n in f.steps[0] if n != "unsqueeze"] == ["slice", "mul", "slice", "slice", "slice", "slice"]
+
+
 @pytest.mark.parametrize("dtype", EVERY_DTYPE)
 def test_getitem_dtypes(device, dtype):
     x = random_array((4, 6), dtype)

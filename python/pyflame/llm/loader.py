@@ -9,7 +9,7 @@ import numpy as np
 import pyflame as pf
 from .. import _core
 from .config import ModelConfig
-from .model import LlamaModel
+from .model import _FUSED, LlamaModel
 
 _DTYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 _CONFIG_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
@@ -42,6 +42,31 @@ def expected_weights(cfg):
             if cfg.mlp_bias:
                 w[p + f"mlp.{name}_proj.bias"] = shape[:1]
     return w
+
+
+def fused_parts(cfg):
+    """part name -> (fused name, its parts in order) for the projections the
+    model runs as one GEMM (model._FUSED): q/k/v and gate/up, weights and
+    biases."""
+    out = {}
+    for i in range(cfg.num_hidden_layers):
+        for name, parts in _FUSED.items():
+            for kind in ("weight", "bias"):
+                names = tuple(f"model.layers.{i}.{p}.{kind}" for p in parts)
+                for n in names:
+                    out[n] = (f"model.layers.{i}.{name}.{kind}", names)
+    return out
+
+
+def _upload(bits, sdt, device, want):
+    """A host array (bfloat16 as its uint16 bits) as a `want` tensor on
+    device, uploaded now: the host copy goes before the next weight."""
+    kind = "bfloat16" if sdt == "BF16" else _DTYPES[sdt]
+    t = _core._from_host_bits(np.ascontiguousarray(bits), kind).to(device)
+    if t.dtype != want:
+        t = t.astype(want)
+    pf.eval(t)
+    return t
 
 
 def _weight_files(path):
@@ -95,7 +120,9 @@ def load(path, dtype=None, device=None):
 
     dtype: the weights' dtype (default: the checkpoint's); device: where they
     live (default: pf.get_device()). Each weight is read memory-mapped, one at
-    a time, and uploaded once (bfloat16 as its raw bits)."""
+    a time, and uploaded once (bfloat16 as its raw bits); each layer's q/k/v
+    and gate/up parts are joined on the host and uploaded as one weight
+    (``self_attn.qkv_proj``, ``mlp.gate_up_proj``: one GEMM each)."""
     from safetensors import safe_open
     path = os.fspath(path)
     if not os.path.isdir(path):
@@ -125,6 +152,8 @@ def load(path, dtype=None, device=None):
         want = pf._core._dtype(name, "llm.load")
     raw_reader = _RawReader()
     weights = {}
+    fused = fused_parts(cfg)
+    pending = {}  # part name -> (host data, safetensors dtype)
     by_file = {}
     for n in expected:
         by_file.setdefault(files[n], []).append(n)
@@ -137,16 +166,23 @@ def load(path, dtype=None, device=None):
                     _fail(f"{n} has shape {shape}, expected {expected[n]} from config.json")
                 if sdt not in _DTYPES:
                     _fail(f"{n} has dtype {sdt}; supported: F32, F16, BF16")
-                if sdt == "BF16":
-                    host = _core._from_host_bits(np.ascontiguousarray(raw_reader.read(file, n, np.uint16)),
-                                            "bfloat16")
-                else:
-                    host = _core._from_host_bits(np.ascontiguousarray(f.get_tensor(n)), _DTYPES[sdt])
-                t = host.to(device)
-                if t.dtype != want:
-                    t = t.astype(want)
-                pf.eval(t)  # uploaded now: the host copy goes before the next weight
-                weights[n] = t
+                bits = raw_reader.read(file, n, np.uint16) if sdt == "BF16" else f.get_tensor(n)
+                group = fused.get(n)
+                if group is None:
+                    weights[n] = _upload(bits, sdt, device, want)
+                    continue
+                # A part of a fused projection: held on the host until its
+                # group is complete, then uploaded as one weight.
+                name, parts = group
+                pending[n] = (bits, sdt)
+                if all(q in pending for q in parts):
+                    got = [pending.pop(q) for q in parts]
+                    if len({d for _, d in got}) == 1:
+                        weights[name] = _upload(np.concatenate([b for b, _ in got]), sdt, device, want)
+                    else:  # parts of different dtypes: the model fuses them on the device
+                        weights.update({q: _upload(b, d, device, want) for q, (b, d) in zip(parts, got)})
+    for n, (bits, sdt) in pending.items():  # a group the checkpoint left incomplete
+        weights[n] = _upload(bits, sdt, device, want)
     model = LlamaModel(cfg, weights, want, str(weights["model.embed_tokens.weight"].device))
     return model, _load_tokenizer(path)
 

@@ -76,31 +76,60 @@ class KVCache:
         return self._consts
 
 
-def _linear(x, w, b=None):
-    """x (..., K) @ w.T as one (rows, K) GEMM: a batched matmul against the
-    broadcast weight would read the weight once per batch row."""
-    lead = list(x.shape[:-1])
-    y = C.matmul(x.reshape([-1, x.shape[-1]]), w.T).reshape(lead + [w.shape[0]])
+def _linear(x, w_t, b=None):
+    """x (rows, K) @ w_t (K, N), a weight's transposed view made at load: the
+    hidden states stay (B * S, D) rows, so each projection is one GEMM (a
+    batched matmul against a broadcast weight would read the weight once per
+    batch row) and a compiled step records no reshapes or transposes for it."""
+    y = C.matmul(x, w_t)
     return y if b is None else y + b
+
+
+# Projections that read the same input, fused into one weight at load (one
+# GEMV per group per decode token instead of three or two): fused name ->
+# the parts, concatenated along the output rows in this order.
+_FUSED = {"self_attn.qkv_proj": ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"),
+          "mlp.gate_up_proj": ("mlp.gate_proj", "mlp.up_proj")}
+
+
+def _fuse_layer(weights, prefix):
+    """Replaces the parts of each fused projection of one layer (weights and
+    biases) in `weights` by their concatenation, evaluated now: the parts go
+    before the next layer is fused, so at most one layer's projections are
+    held twice. (``load`` joins the parts on the host before uploading, so
+    its dicts arrive fused; this serves dicts made otherwise.)"""
+    for fused, parts in _FUSED.items():
+        for kind in ("weight", "bias"):
+            names = [f"{prefix}{part}.{kind}" for part in parts]
+            if not all(n in weights for n in names):
+                continue
+            t = C.concat([weights.pop(n) for n in names], 0)
+            pf.eval(t)
+            weights[f"{prefix}{fused}.{kind}"] = t
 
 
 class LlamaModel:
     """Holds the weights (a dict of name -> tensor, Hugging Face names) and runs
-    the forward pass. Built by ``pyflame.llm.load``."""
+    the forward pass. Built by ``pyflame.llm.load``. The dict is changed in
+    place: each layer's q/k/v and gate/up parts become ``self_attn.qkv_proj``
+    and ``mlp.gate_up_proj`` (weights and biases, see _fuse_layer)."""
 
     def __init__(self, config, weights, dtype, device):
         self.config, self.dtype, self.device = config, dtype, device
         self.weights = weights
         self._inv_freq = config.rope_inv_freq()
         cfg = config
-        self.layers = []
+        self.layers = []  # per layer: short name -> tensor, plus each projection's ".T" view
         for i in range(cfg.num_hidden_layers):
             p = f"model.layers.{i}."
+            _fuse_layer(weights, p)
             w = {k[len(p):]: v for k, v in weights.items() if k.startswith(p)}
+            w.update({k[:-len("weight")] + "T": v.T for k, v in w.items() if k.endswith("_proj.weight")})
             self.layers.append(w)
         self.embed = weights["model.embed_tokens.weight"]
         self.norm = weights["model.norm.weight"]
         self.lm_head = self.embed if cfg.tie_word_embeddings else weights["lm_head.weight"]
+        self._lm_head_t = self.lm_head.T
 
     def make_cache(self, batch=1, max_len=None, pad=None):
         """A fixed-capacity KV cache for `batch` sequences of up to `max_len`
@@ -164,6 +193,7 @@ class LlamaModel:
         c = cache.constants()
         padded = any(cache.pad)
         rope_pos = pos - c["pad"].reshape([B, 1, 1]) if padded else pos.reshape([1, 1, 1])
+        rope_pos = rope_pos.astype(pf.float32)  # rope's dtype, cast once for every layer
         slots = c["slots"].reshape([1, 1, 1, L])
 
         def attend(win):
@@ -201,21 +231,23 @@ class LlamaModel:
         attend(window) gives that window's attention arguments."""
         cfg = self.config
         attn = {}  # window -> attention arguments
-        h = C.embedding(ids, self.embed)
+        B, S = ids.shape
+        h = C.embedding(ids.reshape([B * S]), self.embed)  # (B * S, D) rows throughout
         for i, lw in enumerate(self.layers):
             win = cfg.layer_window(i)
             if win not in attn:
                 attn[win] = attend(win)
-            h = self._layer(h, lw, i, pos, cache, rope_pos, attn[win])
+            h = self._layer(h, lw, i, B, S, pos, cache, rope_pos, attn[win])
         h = C.rms_norm(h, self.norm, cfg.rms_norm_eps)
-        return _linear(h, self.lm_head)
+        return _linear(h, self._lm_head_t).reshape([B, S, self.lm_head.shape[0]])
 
     def _positions(self, pad, pos, S):
         """(B, 1, S) rotary positions of the slots pos.. of each row. Scores
         depend on position differences only, so this keeps a row's rounding
-        (float32 angles) what it is when the row runs alone."""
+        (float32 angles) what it is when the row runs alone. float32, rope's
+        positions dtype (exact for any cache length below 2**24)."""
         p = np.arange(pos, pos + S)[None, :] - np.asarray(pad)[:, None]
-        return pf.tensor(np.maximum(p, 0)[:, None, :], dtype=pf.int64, device=self.device)
+        return pf.tensor(np.maximum(p, 0)[:, None, :], dtype=pf.float32, device=self.device)
 
     def _mask(self, B, S, pos, L, pad, window):
         """The bool (B, 1, S, L) mask of queries at slots pos..pos+S-1 over key
@@ -233,27 +265,29 @@ class LlamaModel:
         ok = ok | (k == q)  # a padding query sees itself: no empty softmax
         return pf.tensor(np.ascontiguousarray(ok[:, None]), dtype=pf.bool_, device=self.device)
 
-    def _layer(self, h, w, i, pos, cache, rope_pos, attn):
+    def _layer(self, h, w, i, B, S, pos, cache, rope_pos, attn):
+        """One decoder layer over the hidden rows h (B * S, D)."""
         cfg = self.config
-        B, S = h.shape[0], h.shape[1]
         H, Hkv, hd = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
         x = C.rms_norm(h, w["input_layernorm.weight"], cfg.rms_norm_eps)
-        q = _linear(x, w["self_attn.q_proj.weight"], w.get("self_attn.q_proj.bias"))
-        k = _linear(x, w["self_attn.k_proj.weight"], w.get("self_attn.k_proj.bias"))
-        v = _linear(x, w["self_attn.v_proj.weight"], w.get("self_attn.v_proj.bias"))
-        q = C.transpose(q.reshape([B, S, H, hd]), [0, 2, 1, 3])
-        k = C.transpose(k.reshape([B, S, Hkv, hd]), [0, 2, 1, 3])
-        v = C.transpose(v.reshape([B, S, Hkv, hd]), [0, 2, 1, 3])
+        # One GEMM for q, k and v (fused at load); the heads are views of its
+        # output. Rope turns q's and k's heads in one call (same positions and
+        # frequencies): q and k are views of its output.
+        qkv = _linear(x, w["self_attn.qkv_proj.T"], w.get("self_attn.qkv_proj.bias"))
+        qkv = qkv.reshape([B, S, H + 2 * Hkv, hd])
+        qk = C.transpose(qkv[:, :, :H + Hkv], [0, 2, 1, 3])
+        v = C.transpose(qkv[:, :, H + Hkv:], [0, 2, 1, 3])
         off = pos if rope_pos is None else 0  # a tensor pos comes with rope_pos
-        q = C.rope(q, rope_pos, offset=off, theta=cfg.rope_theta, inv_freq=self._inv_freq)
-        k = C.rope(k, rope_pos, offset=off, theta=cfg.rope_theta, inv_freq=self._inv_freq)
+        qk = C.rope(qk, rope_pos, offset=off, theta=cfg.rope_theta, inv_freq=self._inv_freq)
+        q, k = qk[:, :H], qk[:, H:]
         if cache is not None:
             k, v = cache.write(i, k, v, pos)
         o = C.scaled_dot_product_attention(q, k, v, **attn)
-        o = C.transpose(o, [0, 2, 1, 3]).reshape([B, S, H * hd])
-        h = h + _linear(o, w["self_attn.o_proj.weight"], w.get("self_attn.o_proj.bias"))
+        o = C.transpose(o, [0, 2, 1, 3]).reshape([B * S, H * hd])
+        h = h + _linear(o, w["self_attn.o_proj.T"], w.get("self_attn.o_proj.bias"))
         x = C.rms_norm(h, w["post_attention_layernorm.weight"], cfg.rms_norm_eps)
-        g = _linear(x, w["mlp.gate_proj.weight"], w.get("mlp.gate_proj.bias"))
-        u = _linear(x, w["mlp.up_proj.weight"], w.get("mlp.up_proj.bias"))
-        d = _linear(C.silu(g) * u, w["mlp.down_proj.weight"], w.get("mlp.down_proj.bias"))
+        # gate and up: one GEMM (fused at load), halves as views.
+        I = cfg.intermediate_size
+        gu = _linear(x, w["mlp.gate_up_proj.T"], w.get("mlp.gate_up_proj.bias"))
+        d = _linear(C.silu(gu[:, :I]) * gu[:, I:], w["mlp.down_proj.T"], w.get("mlp.down_proj.bias"))
         return h + d

@@ -1,4 +1,4 @@
-// Matmul through OpenBLAS sgemm (dgemm for float64). 16-bit floats are
+// Matmul through OpenBLAS sgemm (dgemm for float64; gemv for one row). 16-bit floats are
 // widened to float32 (fp32 accumulation, as on the GPU); integers use a plain
 // loop.
 #include <algorithm>
@@ -61,6 +61,21 @@ void gemm_batched(const Tensor& a, const Tensor& b, S* c, const S* pa, const S* 
       throw ValueError(errmsg("matmul", "matrix dimension " + std::to_string(v) +
                                             " exceeds the CPU BLAS limit of 2^31 - 1"));
     }
+  }
+  if (M == 1 && N > 1) {
+    // One row times a matrix (a decode step's projections): GEMV reads b once,
+    // where GEMM would first pack it. c (N) = op(b)^T a; b is K x N row-major,
+    // or (tb) stored as its N x K transpose.
+    const auto op = tb ? CblasNoTrans : CblasTrans;
+    const int64_t rows = tb ? N : K, cols = tb ? K : N, inc = ta ? lda : 1;
+    for (size_t i = 0; i < oa.size(); ++i) {
+      if constexpr (std::is_same_v<S, double>) {
+        cblas_dgemv(CblasRowMajor, op, rows, cols, 1.0, pb + ob[i], ldb, pa + oa[i], inc, 0.0, c + i * N, 1);
+      } else {
+        cblas_sgemv(CblasRowMajor, op, rows, cols, 1.0f, pb + ob[i], ldb, pa + oa[i], inc, 0.0f, c + i * N, 1);
+      }
+    }
+    return;
   }
   const auto opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
   for (size_t i = 0; i < oa.size(); ++i) {

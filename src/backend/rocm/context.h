@@ -74,17 +74,6 @@ void order_streams(hipStream_t before, hipStream_t after);
 DeviceContext* take_capture_context(int device);
 void give_back_capture_context(DeviceContext* c);
 void set_capture_context(DeviceContext* c);
-// Whether ctx is the context this thread is capturing on.
-bool capturing_on(const DeviceContext& ctx);
-
-// Host data into device memory on ctx's stream, staged through the pinned
-// pool (transfer.cc). While ctx captures a graph, the staging buffers are
-// the graph's (its copy nodes read them on every replay): the warm-up run
-// takes them, the captured run reuses them, take_captured_staging() hands
-// them over, and the graph returns them to the pool when it dies.
-// Otherwise a buffer goes back once its copy has run.
-void upload(const void* src, size_t bytes, void* dst, DeviceContext& ctx);
-std::vector<void*> take_captured_staging();
 
 // Device memory for this thread's work on ctx's stream (a node's buffer or
 // kernel scratch), freed back to ctx's pool in stream order.
@@ -93,8 +82,9 @@ std::shared_ptr<Buffer> allocate_on(DeviceContext& ctx, size_t bytes);
 // A range check whose verdict waits for the end of the evaluation: returns
 // `words` zeroed device words (ordered on ctx's stream) that a kernel sets
 // when it finds a bad value; once the evaluation's streams have finished,
-// the words are read (one copy per check, one wait per stream) and, if the
-// first is non-zero, `raise` throws the error from them. Checks raise in the
+// the words are read and, if the first is non-zero, `raise` throws the
+// error from them. The words are sub-allocated from slabs (one allocation,
+// memset and copy per slab, not per check; one wait per stream). Checks raise in the
 // order they were made. Only inside an evaluation (eval_gpu always is).
 using CheckRaise = std::function<void(const int64_t* words)>;
 int64_t* deferred_check(DeviceContext& ctx, int words, CheckRaise raise);
@@ -102,10 +92,11 @@ int64_t* deferred_check(DeviceContext& ctx, int words, CheckRaise raise);
 // While a graph is captured (graph.cc), a deferred check is the graph's: its
 // words (zeroed by the graph itself) live as long as the graph and are read
 // after each launch. take_captured_checks() hands this thread's over (and
-// forgets them); read_captured_checks copies the words once each after the
-// work queued on `stream`, waits once, and raises the first failed check.
+// forgets them); read_captured_checks copies each slab's words once after
+// the work queued on `stream`, waits once, and raises the first failed check.
 struct CapturedCheck {
-  std::shared_ptr<Buffer> words;
+  std::shared_ptr<Buffer> words;  // the slab (shared by the graph's checks)
+  size_t at;                      // this check's first word in it
   int count;
   CheckRaise raise;
 };

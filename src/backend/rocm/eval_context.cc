@@ -17,10 +17,41 @@ namespace pyflame::backend::rocm {
 
 namespace {
 
-struct Check {
+// Check words are sub-allocated from slabs zeroed when made: an evaluation
+// (or a graph) makes one allocation and one memset per slab, and reads each
+// slab with one copy, however many checks its kernels defer.
+constexpr int kSlabWords = 512;
+
+struct Slab {
   DeviceContext* ctx;
   std::shared_ptr<Buffer> words;  // device memory, zeroed on ctx's stream
-  int count;
+  int used, capacity;
+};
+
+// `count` words for a check on ctx from the last of `slabs` on ctx with room,
+// or from a new slab: (slab index, offset in words).
+std::pair<size_t, int> take_words(std::vector<Slab>& slabs, DeviceContext& ctx, int count) {
+  for (size_t i = slabs.size(); i-- > 0;) {
+    if (slabs[i].ctx != &ctx) continue;
+    if (slabs[i].capacity - slabs[i].used >= count) {
+      const int at = slabs[i].used;
+      slabs[i].used += count;
+      return {i, at};
+    }
+    break;
+  }
+  const int capacity = std::max(kSlabWords, count);
+  Slab s{&ctx, allocate_on(ctx, capacity * sizeof(int64_t)), count, capacity};
+  PF_HIP_CHECK(hipMemsetAsync(s.words->ptr, 0, capacity * sizeof(int64_t), ctx.stream));
+  slabs.push_back(std::move(s));
+  return {slabs.size() - 1, 0};
+}
+
+int64_t* word_ptr(const Slab& s, int at) { return static_cast<int64_t*>(s.words->ptr) + at; }
+
+struct Check {
+  size_t slab;  // in EvalContext::slabs
+  int at, count;
   CheckRaise raise;
 };
 
@@ -29,6 +60,7 @@ struct EvalContext {
   DeviceContext* devices[kMaxDevices] = {};   // resolved per device on first use
   std::vector<int> touched;                   // the devices resolved, to clear at the end
   std::vector<DeviceContext*> taken;          // bundles to give back at the end
+  std::vector<Slab> slabs;                    // the words of this evaluation's checks
   std::vector<Check> checks;                  // in the order the kernels made them
   size_t checks_made = 0;                     // by this evaluation, read or not
 };
@@ -76,6 +108,7 @@ void give_back(DeviceContext* b) {
 // device run on its private context (stream, handles, memory pool).
 thread_local DeviceContext* t_capture = nullptr;
 thread_local std::vector<CapturedCheck> t_captured_checks;  // made while capturing
+thread_local std::vector<Slab> t_captured_slabs;            // their words
 std::vector<DeviceContext*> g_free_capture[kMaxDevices];  // guarded by g_pool_mu
 
 DeviceContext& resolve(EvalContext* ev, int device) {
@@ -99,26 +132,31 @@ void drain(DeviceContext* c) {
   if (prev >= 0) (void)hipSetDevice(prev);
 }
 
-// Reads every pending check with one copy each into pinned memory and one
-// wait per stream, then raises the first that failed.
+// Reads every pending check with one copy per slab into pinned memory and
+// one wait per stream, then raises the first that failed.
 void read_checks(EvalContext& ev) {
   std::vector<Check> checks = std::move(ev.checks);
+  std::vector<Slab> slabs = std::move(ev.slabs);
   ev.checks.clear();
+  ev.slabs.clear();
   size_t total = 0;
-  for (const Check& c : checks) total += c.count;
+  std::vector<size_t> base;  // each slab's first word in host memory
+  for (const Slab& s : slabs) {
+    base.push_back(total);
+    total += s.used;
+  }
   PinnedMemoryPool& pinned = get_pinned_pool();
   auto* host = static_cast<int64_t*>(pinned.acquire(total * sizeof(int64_t)));
   hipError_t err = hipSuccess;
   std::vector<DeviceContext*> streams;
-  size_t at = 0;
-  for (const Check& c : checks) {
-    DeviceGuard g(c.ctx->device);
+  for (size_t i = 0; i < slabs.size(); ++i) {
+    const Slab& s = slabs[i];
+    DeviceGuard g(s.ctx->device);
     if (err == hipSuccess) {
-      err = hipMemcpyAsync(host + at, c.words->ptr, c.count * sizeof(int64_t), hipMemcpyDeviceToHost,
-                           c.ctx->stream);
+      err = hipMemcpyAsync(host + base[i], s.words->ptr, s.used * sizeof(int64_t), hipMemcpyDeviceToHost,
+                           s.ctx->stream);
     }
-    at += c.count;
-    if (std::find(streams.begin(), streams.end(), c.ctx) == streams.end()) streams.push_back(c.ctx);
+    if (std::find(streams.begin(), streams.end(), s.ctx) == streams.end()) streams.push_back(s.ctx);
   }
   for (DeviceContext* s : streams) {
     DeviceGuard g(s->device);
@@ -128,10 +166,9 @@ void read_checks(EvalContext& ev) {
   std::vector<int64_t> words(host, host + total);
   pinned.release(host);
   PF_HIP_CHECK(err);
-  at = 0;
   for (const Check& c : checks) {
-    if (words[at] != 0) c.raise(words.data() + at);
-    at += c.count;
+    const int64_t* w = words.data() + base[c.slab] + c.at;
+    if (w[0] != 0) c.raise(w);
   }
 }
 
@@ -180,53 +217,64 @@ void give_back_capture_context(DeviceContext* c) {
 
 void set_capture_context(DeviceContext* c) { t_capture = c; }
 
-bool capturing_on(const DeviceContext& ctx) { return t_capture == &ctx; }
-
-std::vector<CapturedCheck> take_captured_checks() { return std::exchange(t_captured_checks, {}); }
+std::vector<CapturedCheck> take_captured_checks() {
+  t_captured_slabs.clear();  // the checks keep their slabs' memory
+  return std::exchange(t_captured_checks, {});
+}
 
 void read_captured_checks(hipStream_t stream, const std::vector<CapturedCheck>& checks) {
   if (checks.empty()) return;
+  // One copy per slab: the words up to the last check's end.
+  std::vector<const Buffer*> slabs;
+  std::vector<size_t> ends, base;
+  for (const CapturedCheck& c : checks) {
+    auto it = std::find(slabs.begin(), slabs.end(), c.words.get());
+    const size_t end = c.at + c.count;
+    if (it == slabs.end()) {
+      slabs.push_back(c.words.get());
+      ends.push_back(end);
+    } else {
+      size_t& e = ends[it - slabs.begin()];
+      e = std::max(e, end);
+    }
+  }
   size_t total = 0;
-  for (const CapturedCheck& c : checks) total += c.count;
+  for (size_t e : ends) {
+    base.push_back(total);
+    total += e;
+  }
   PinnedMemoryPool& pinned = get_pinned_pool();
   auto* host = static_cast<int64_t*>(pinned.acquire(total * sizeof(int64_t)));
   hipError_t err = hipSuccess;
-  size_t at = 0;
-  for (const CapturedCheck& c : checks) {
-    if (err == hipSuccess) {
-      err = hipMemcpyAsync(host + at, c.words->ptr, c.count * sizeof(int64_t), hipMemcpyDeviceToHost, stream);
-    }
-    at += c.count;
+  for (size_t i = 0; i < slabs.size() && err == hipSuccess; ++i) {
+    err = hipMemcpyAsync(host + base[i], slabs[i]->ptr, ends[i] * sizeof(int64_t), hipMemcpyDeviceToHost,
+                         stream);
   }
   const hipError_t e = hipStreamSynchronize(stream);
   if (err == hipSuccess) err = e;
   std::vector<int64_t> words(host, host + total);
   pinned.release(host);
   PF_HIP_CHECK(err);
-  at = 0;
   for (const CapturedCheck& c : checks) {
-    if (words[at] != 0) c.raise(words.data() + at);
-    at += c.count;
+    const size_t slab = std::find(slabs.begin(), slabs.end(), c.words.get()) - slabs.begin();
+    const int64_t* w = words.data() + base[slab] + c.at;
+    if (w[0] != 0) c.raise(w);
   }
 }
 
 int64_t* deferred_check(DeviceContext& ctx, int words, CheckRaise raise) {
   EvalContext* ev = t_eval;
   if (!ev) throw RuntimeError(errmsg("eval", "internal error: a device check outside an evaluation"));
-  if (t_capture && &ctx == t_capture) {  // the graph's: read after each launch
-    CapturedCheck c{allocate_on(ctx, words * sizeof(int64_t)), words, std::move(raise)};
-    PF_HIP_CHECK(hipMemsetAsync(c.words->ptr, 0, words * sizeof(int64_t), ctx.stream));
-    auto* p = static_cast<int64_t*>(c.words->ptr);
-    t_captured_checks.push_back(std::move(c));
-    ++ev->checks_made;
-    return p;
-  }
-  Check c{&ctx, allocate_on(ctx, words * sizeof(int64_t)), words, std::move(raise)};
-  PF_HIP_CHECK(hipMemsetAsync(c.words->ptr, 0, words * sizeof(int64_t), ctx.stream));
-  auto* p = static_cast<int64_t*>(c.words->ptr);
-  ev->checks.push_back(std::move(c));
   ++ev->checks_made;
-  return p;
+  if (t_capture && &ctx == t_capture) {  // the graph's: read after each launch
+    auto [slab, at] = take_words(t_captured_slabs, ctx, words);
+    const Slab& s = t_captured_slabs[slab];
+    t_captured_checks.push_back({s.words, static_cast<size_t>(at), words, std::move(raise)});
+    return word_ptr(s, at);
+  }
+  auto [slab, at] = take_words(ev->slabs, ctx, words);
+  ev->checks.push_back({slab, at, words, std::move(raise)});
+  return word_ptr(ev->slabs[slab], at);
 }
 
 }  // namespace pyflame::backend::rocm
@@ -266,6 +314,7 @@ GpuEvaluation::~GpuEvaluation() {
   // drained before the bundles go back, so the next evaluation starts
   // clean; unread checks are dropped (their memory returns in stream order).
   ev.checks.clear();
+  ev.slabs.clear();
   ev.checks_made = 0;
   for (DeviceContext* b : ev.taken) {
     if (!finished_) drain(b);

@@ -21,7 +21,6 @@ class GpuGraph {
   hipEvent_t done = nullptr;  // after the last replay's copies out
   uint64_t epoch = 0;         // the allocator's release epoch at capture
   std::vector<CapturedCheck> checks;  // range checks the graph makes, read after each launch
-  std::vector<void*> staging;         // pinned host data its upload nodes read
   std::mutex mu;              // one replay enqueued at a time
 };
 
@@ -37,7 +36,6 @@ GpuGraph::~GpuGraph() {
   if (graph) (void)hipGraphDestroy(graph);
   (void)hipStreamSynchronize(ctx->stream);
   checks.clear();  // their words go back to the private pool before the context does
-  for (void* p : staging) get_pinned_pool().release(p);
   if (prev >= 0) (void)hipSetDevice(prev);
   give_back_capture_context(ctx);
 }
@@ -49,11 +47,6 @@ struct CaptureScope {
   explicit CaptureScope(DeviceContext* c) { set_capture_context(c); }
   ~CaptureScope() { set_capture_context(nullptr); }
 };
-
-// A failed warm-up's uploads: their buffers go back once its copies have run.
-void release_staging(hipStream_t stream) {
-  for (void* p : take_captured_staging()) get_pinned_pool().release_after(p, stream);
-}
 
 std::string hip_reason(hipError_t e) { return std::string(hipGetErrorName(e)) + ": " + hipGetErrorString(e); }
 
@@ -71,7 +64,6 @@ std::shared_ptr<GpuGraph> gpu_graph_capture(int device, const std::function<void
     run();  // warm-up: kernels built, handles made, blocks cached in the private pool
   } catch (const std::exception& e) {
     take_captured_checks();
-    release_staging(g->ctx->stream);
     why = e.what();
     return nullptr;
   }
@@ -95,7 +87,6 @@ std::shared_ptr<GpuGraph> gpu_graph_capture(int device, const std::function<void
     why = e.what();
   }
   g->checks = take_captured_checks();
-  g->staging = take_captured_staging();  // the graph's copy nodes read them: freed with it
   hipGraph_t graph = nullptr;
   err = hipStreamEndCapture(g->ctx->stream, &graph);
   (void)hipGetLastError();

@@ -2,14 +2,11 @@
 // stage through the pinned pool and run on the device's compute stream; a
 // download waits for that stream only.
 #include <cstring>
-#include <utility>
-#include <vector>
 
 #include "backend/rocm/context.h"
 #include "backend/rocm/memory.h"
 #include "ir/primitives.h"
 #include "pyflame/backend/rocm.h"
-#include "pyflame/errors.h"
 
 namespace pyflame::backend::rocm {
 
@@ -70,47 +67,20 @@ void copy_to_host(const Tensor& src, void* dst) {
   PF_HIP_CHECK(err);
 }
 
-namespace {
-// A capture's uploads (graph.cc runs its evaluation twice): the warm-up
-// takes pinned buffers from the pool, the captured run reuses them in the
-// same order, with no pool call (its event queries would break the capture).
-thread_local std::vector<void*> t_captured_staging;
-thread_local size_t t_captured_next = 0;
-
-void* capture_staging(DeviceContext& ctx, size_t bytes) {
-  hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
-  PF_HIP_CHECK(hipStreamIsCapturing(ctx.stream, &status));
-  if (status == hipStreamCaptureStatusNone) {  // the warm-up
-    t_captured_staging.push_back(get_pinned_pool().acquire(bytes));
-    return t_captured_staging.back();
-  }
-  if (t_captured_next >= t_captured_staging.size()) {
-    throw RuntimeError(errmsg("compile", "an upload while capturing that the warm-up did not make"));
-  }
-  return t_captured_staging[t_captured_next++];
-}
-}  // namespace
-
-std::vector<void*> take_captured_staging() {
-  t_captured_next = 0;
-  return std::exchange(t_captured_staging, {});
-}
-
 // Host data (row-major, evaluated) into a device buffer, on its stream.
 void upload(const void* src, size_t bytes, void* dst, DeviceContext& ctx) {
   DeviceGuard g(ctx.device);
-  const bool capturing = capturing_on(ctx);
-  if (bytes > kStagingLimit && !capturing) {
+  if (bytes > kStagingLimit) {
     PF_HIP_CHECK(hipMemcpyAsync(dst, src, bytes, hipMemcpyHostToDevice, ctx.stream));
     // A pageable source may be freed right after: wait until it has been read.
     PF_HIP_CHECK(hipStreamSynchronize(ctx.stream));
     return;
   }
   PinnedMemoryPool& pool = get_pinned_pool();
-  void* staging = capturing ? capture_staging(ctx, bytes) : pool.acquire(bytes);
+  void* staging = pool.acquire(bytes);
   std::memcpy(staging, src, bytes);
   PF_HIP_CHECK(hipMemcpyAsync(dst, staging, bytes, hipMemcpyHostToDevice, ctx.stream));
-  if (!capturing) pool.release_after(staging, ctx.stream);
+  pool.release_after(staging, ctx.stream);
 }
 
 }  // namespace pyflame::backend::rocm

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 #include "backend/rocm/kernels/common.h"
 #include "backend/rocm/memory.h"
@@ -522,6 +524,48 @@ bool try_gemv(const std::vector<Tensor>& in, Tensor& out) {
   return true;
 }
 
+// ---------------------------------------------------------------- rope tables
+// Rope's frequency table (computed on the host as the CPU backend does),
+// uploaded once per (device, head_dim, theta, inv_freq) and kept for the
+// process: a few hundred bytes per model, read by every rope call after the
+// first (a decode step's ropes, a captured graph's). Never freed, since a
+// graph may read it; a lookup is a short scan with no allocation.
+namespace {
+
+struct RopeTable {
+  int device;
+  int64_t D;
+  float theta;
+  std::vector<float> freqs;
+  float* ptr;
+};
+
+const float* rope_table(DeviceContext& ctx, const Rope& r, int64_t D) {
+  static std::mutex mu;
+  static std::vector<RopeTable> tables;
+  std::lock_guard<std::mutex> lock(mu);
+  for (const RopeTable& t : tables) {
+    if (t.device == ctx.device && t.D == D && t.theta == r.theta && t.freqs == r.freqs) return t.ptr;
+  }
+  // A capture's warm-up run made the table before the captured run needs it.
+  hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
+  PF_HIP_CHECK(hipStreamIsCapturing(ctx.stream, &status));
+  if (status != hipStreamCaptureStatusNone) {
+    throw RuntimeError(errmsg("rope", "the frequency table must be uploaded before a graph capture"));
+  }
+  const int64_t half = D / 2;
+  std::vector<float> inv(half);
+  for (int64_t j = 0; j < half; ++j) inv[j] = r.freq(j, D);
+  void* p = nullptr;
+  PF_HIP_CHECK(hipMalloc(&p, std::max<size_t>(half * sizeof(float), 1)));
+  PF_HIP_CHECK(hipMemcpyAsync(p, inv.data(), half * sizeof(float), hipMemcpyHostToDevice, ctx.stream));
+  PF_HIP_CHECK(hipStreamSynchronize(ctx.stream));  // other streams may read it next
+  tables.push_back({ctx.device, D, r.theta, r.freqs, static_cast<float*>(p)});
+  return tables.back().ptr;
+}
+
+}  // namespace
+
 }  // namespace pyflame::backend::rocm
 
 namespace pyflame {
@@ -535,12 +579,7 @@ void Rope::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   if (D == 0) return;
   const int64_t half = D / 2, rows = out.size() / D;
   const int64_t S = out.ndim() >= 2 ? out.shape()[out.ndim() - 2] : 1;
-  // The frequency table, computed on the host as the CPU backend does.
-  std::vector<float> inv(half);
-  for (int64_t j = 0; j < half; ++j) inv[j] = freq(j, D);
-  const size_t bytes = half * sizeof(float);
-  auto table = temp_buffer(ctx, bytes);
-  upload(inv.data(), bytes, table->ptr, ctx);
+  const float* table = rope_table(ctx, *this, D);
   Indexer<1> pix;
   const float* pos = nullptr;
   if (has_positions) {
@@ -551,7 +590,7 @@ void Rope::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   dispatch_float(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     rope_kernel<T><<<grid_for(ctx, n, kThreads), kThreads, 0, ctx.stream>>>(
-        out.data<T>(), in[0].data<T>(), static_cast<const float*>(table->ptr), pos, pix, has_positions,
+        out.data<T>(), in[0].data<T>(), table, pos, pix, has_positions,
         interleaved, offset, S, D, n);
     PF_HIP_CHECK_LAUNCH();
   });
