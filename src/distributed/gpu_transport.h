@@ -15,9 +15,10 @@ bool gpu_collectives_compiled();
 // Compiled in and a GPU is present: what backend='auto' picks.
 bool gpu_collectives_usable();
 std::string gpu_collectives_name();  // "nccl" or "rccl"
-// A communicator over the GPU of LOCAL_RANK (or rank % device count). The
-// unique id travels through MPI when the world has more than one process.
-std::unique_ptr<Transport> make_gpu_transport(int rank, int world, double timeout_s);
+// A communicator over the GPU of LOCAL_RANK (or rank % device count). `host`
+// (MPI or the rendezvous store; null in a world of one) carries rank 0's
+// unique id and the cross-rank checks; rank and world are host's.
+std::unique_ptr<Transport> make_gpu_transport(std::unique_ptr<Transport> host, double timeout_s);
 
 Tensor gpu_all_reduce(Transport& t, const Tensor& x, ReduceOp op, const char* fn);
 Tensor gpu_broadcast(Transport& t, const Tensor& x, int src, const char* fn);

@@ -6,14 +6,14 @@ namespace pyflame::distributed::detail {
 
 namespace {
 [[noreturn]] void unavailable(const char* fn) {
-  throw RuntimeError(errmsg(fn, "this build of PyFlame has no NCCL/RCCL; use backend='mpi'"));
+  throw RuntimeError(errmsg(fn, "this build of PyFlame has no NCCL/RCCL; use backend='mpi' or 'tcp'"));
 }
 }  // namespace
 
 bool gpu_collectives_compiled() { return false; }
 bool gpu_collectives_usable() { return false; }
 std::string gpu_collectives_name() { return "nccl"; }
-std::unique_ptr<Transport> make_gpu_transport(int, int, double) { unavailable("init_process_group"); }
+std::unique_ptr<Transport> make_gpu_transport(std::unique_ptr<Transport>, double) { unavailable("init_process_group"); }
 Tensor gpu_all_reduce(Transport&, const Tensor&, ReduceOp, const char* fn) { unavailable(fn); }
 Tensor gpu_broadcast(Transport&, const Tensor&, int, const char* fn) { unavailable(fn); }
 Tensor gpu_all_gather(Transport&, const Tensor&, const Shape&, const char* fn) { unavailable(fn); }

@@ -120,6 +120,29 @@ Tensor from_host(const void* data, const Shape& shape, Dtype dtype, Device devic
 
 // ---- the group ----
 
+namespace {
+bool launched_by_mpi() { return detail::mpi_env_size() > 0; }
+
+// 'auto': the GPU library where it works; else the store for several
+// processes that mpirun did not start; else MPI (also a world of one).
+std::string pick_auto(int world) {
+  if (detail::gpu_collectives_usable()) return detail::gpu_collectives_name();
+  return world > 1 && !launched_by_mpi() ? "tcp" : "mpi";
+}
+
+// The host side of a GPU group (rank 0's unique id, the cross-rank checks):
+// MPI under mpirun, else the rendezvous store at MASTER_ADDR:MASTER_PORT;
+// none in a world of one.
+std::unique_ptr<Transport> host_transport(int rank, int world, double timeout_s) {
+  if (launched_by_mpi() && detail::mpi_compiled()) {
+    if (detail::mpi_env_size() > 1 || world > 1) return detail::make_mpi_transport(timeout_s);
+    return nullptr;
+  }
+  if (world > 1) return detail::make_tcp_transport(rank, world, timeout_s);
+  return nullptr;
+}
+}  // namespace
+
 bool mpi_available() { return detail::mpi_compiled(); }
 bool gpu_collectives_available() { return detail::gpu_collectives_compiled(); }
 
@@ -127,28 +150,35 @@ void init_process_group(const InitOptions& opts) {
   const char* fn = "init_process_group";
   if (opts.timeout_s <= 0) throw ValueError(errmsg(fn, "timeout must be positive"));
   std::string backend = opts.backend;
-  if (backend != "auto" && backend != "mpi" && backend != "nccl" && backend != "rccl")
-    throw ValueError(errmsg(fn, "unknown backend '" + backend + "' (expected 'mpi', 'nccl', 'rccl' or 'auto')"));
+  if (backend != "auto" && backend != "mpi" && backend != "tcp" && backend != "nccl" && backend != "rccl")
+    throw ValueError(errmsg(fn, "unknown backend '" + backend +
+                                    "' (expected 'mpi', 'tcp', 'nccl', 'rccl' or 'auto')"));
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_transport) throw RuntimeError(errmsg(fn, "the default process group is already initialized"));
   int rank = opts.rank >= 0 ? opts.rank : env_int("RANK");
   int world = opts.world_size >= 0 ? opts.world_size : env_int("WORLD_SIZE");
-  if (backend == "auto") backend = detail::gpu_collectives_usable() ? detail::gpu_collectives_name() : "mpi";
+  if (backend == "auto") backend = pick_auto(world);
   std::shared_ptr<Transport> t;
   if (backend == "mpi") {
     // MPI's own launcher (mpirun, or pyflame.distributed.run, which uses it)
     // must have started this process unless the world is one process.
     if (world > 1 && detail::mpi_env_size() < 0)
       throw RuntimeError(errmsg(fn, "backend 'mpi' with WORLD_SIZE=" + std::to_string(world) +
-                                        " needs processes started by mpirun or python -m "
-                                        "pyflame.distributed.run"));
+                                        " needs processes started by mpirun (or python -m "
+                                        "pyflame.distributed.run with mpirun installed); processes started "
+                                        "otherwise meet over MASTER_ADDR:MASTER_PORT with backend 'tcp' or "
+                                        "'nccl'/'rccl'"));
     t = detail::make_mpi_transport(opts.timeout_s);
+  } else if (backend == "tcp") {
+    t = detail::make_tcp_transport(rank, world, opts.timeout_s);
   } else {
     if (backend != detail::gpu_collectives_name())
       throw ValueError(errmsg(fn, "backend '" + backend + "' is not this build's GPU library (" +
                                       (detail::gpu_collectives_compiled() ? detail::gpu_collectives_name()
                                                                           : std::string("none")) + ")"));
-    t = detail::make_gpu_transport(rank, world, opts.timeout_s);
+    if (!detail::gpu_collectives_compiled())
+      throw RuntimeError(errmsg(fn, "this build of PyFlame has no NCCL/RCCL; use backend='mpi' or 'tcp'"));
+    t = detail::make_gpu_transport(host_transport(rank, world, opts.timeout_s), opts.timeout_s);
   }
   if ((world >= 0 && world != t->size()) || (rank >= 0 && rank != t->rank()))
     throw RuntimeError(errmsg(fn, "RANK/WORLD_SIZE (" + std::to_string(rank) + "/" + std::to_string(world) +

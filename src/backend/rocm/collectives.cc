@@ -3,7 +3,8 @@
 // device's work uses (current_stream: the evaluation's stream inside one, the device's shared
 // stream otherwise), after its input was evaluated on it; the call then polls the stream with
 // the group's deadline, so a dead or stalled rank raises instead of hanging (the communicator
-// is aborted). Host-side exchanges (the unique id, the cross-rank checks) go through MPI.
+// is aborted). Host-side exchanges (the unique id, the cross-rank checks) go through the host
+// transport: MPI under mpirun, else the rendezvous store (tcp.cc).
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -195,7 +196,7 @@ class CclTransport final : public Transport {
   const CclApi* api_;
   int rank_, size_, device_;
   double timeout_;
-  std::unique_ptr<Transport> host_;  // MPI, for the id and the checks (null in a world of one)
+  std::unique_ptr<Transport> host_;  // MPI or the store: the id and the checks (null in a world of one)
   ncclComm_t comm_ = nullptr;
   bool broken_ = false;
   std::mutex mu_;
@@ -227,7 +228,7 @@ bool gpu_collectives_compiled() { return true; }
 bool gpu_collectives_usable() { return r::is_available() && gpu::ccl_api(nullptr) != nullptr; }
 std::string gpu_collectives_name() { return gpu::kCclName; }
 
-std::unique_ptr<Transport> make_gpu_transport(int rank, int world, double timeout_s) {
+std::unique_ptr<Transport> make_gpu_transport(std::unique_ptr<Transport> host, double timeout_s) {
   const char* fn = "init_process_group";
   std::string why;
   const CclApi* api = gpu::ccl_api(&why);
@@ -236,15 +237,8 @@ std::unique_ptr<Transport> make_gpu_transport(int rank, int world, double timeou
                                       " (NVIDIA: pip install nvidia-nccl-cu13, or a system NCCL on the "
                                       "library path; AMD: ROCm's librccl)"));
   if (!r::is_available()) throw RuntimeError(errmsg(fn, std::string("backend '") + gpu::kCclName + "' needs a GPU"));
-  // The unique id travels through MPI when more than one process takes part.
-  std::unique_ptr<Transport> host;
-  if (mpi_env_size() > 1 || world > 1) {
-    host = make_mpi_transport(timeout_s);
-    rank = host->rank();
-    world = host->size();
-  }
-  rank = std::max(rank, 0);
-  world = std::max(world, 1);
+  int rank = host ? host->rank() : 0;
+  int world = host ? host->size() : 1;
   int device = local_rank() % r::get_device_count();
   return std::make_unique<CclTransport>(api, rank, world, device, timeout_s, std::move(host));
 }

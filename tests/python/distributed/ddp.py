@@ -2,6 +2,7 @@
 NumPy. Replicas start from different seeds and must agree after wrapping;
 gradients must equal the average of every rank's NumPy gradient (one bucket
 and many); no_sync must keep them local."""
+import os
 import sys
 
 import numpy as np
@@ -23,7 +24,7 @@ def numpy_grads(w, b, x, y):
 
 
 def main():
-    dist.init_process_group(backend="mpi", timeout=60)
+    dist.init_process_group(backend=os.environ.get("PYFLAME_DIST_BACKEND", "mpi"), timeout=60)
     rank, world = dist.get_rank(), dist.get_world_size()
     for cap in (25.0, 1e-6):  # one bucket; one bucket per parameter
         pf.manual_seed(rank)  # different replicas before wrapping
