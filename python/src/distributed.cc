@@ -1,5 +1,7 @@
 // pyflame.distributed's core (_core._dist): the C++ collectives, out of place;
 // python/pyflame/distributed writes results into the caller's tensors.
+#include <nanobind/stl/shared_ptr.h>
+
 #include "common.h"
 #include "distributed/store.h"
 #include "pyflame/distributed.h"
@@ -112,6 +114,15 @@ void init_distributed(nb::module_& m) {
     return d::reduce_scatter(x, o);
   });
   dm.def("broadcast", &d::broadcast, nb::call_guard<nb::gil_scoped_release>());
+  nb::class_<d::Work>(dm, "Work", "a collective started with async_op=True")
+      .def("is_completed", &d::Work::is_completed, nb::call_guard<nb::gil_scoped_release>())
+      .def("wait", &d::Work::wait, nb::call_guard<nb::gil_scoped_release>());
+  dm.def("all_reduce_async", [](const Tensor& x, const std::string& op) {
+    auto o = to_reduce_op(op, "all_reduce");
+    nb::gil_scoped_release release;
+    return d::all_reduce_async(x, o);
+  });
+  dm.def("broadcast_async", &d::broadcast_async, nb::call_guard<nb::gil_scoped_release>());
   dm.def("all_gather", &d::all_gather, nb::call_guard<nb::gil_scoped_release>());
   dm.def("send", &d::send, nb::call_guard<nb::gil_scoped_release>());
   dm.def("recv", &d::recv, nb::call_guard<nb::gil_scoped_release>());

@@ -4,6 +4,7 @@
 // (backend.h) only move contiguous buffers.
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -207,34 +208,74 @@ void barrier() { transport("barrier")->barrier("barrier"); }
 // Host transports stage through row-major host copies; GPU transports get
 // device buffers from gpu_transport (evaluated, row-major, on its stream).
 
-Tensor all_reduce(const Tensor& x, ReduceOp op) {
+namespace {
+// A result that exists already (host transports complete before returning).
+class Completed final : public Work {
+ public:
+  explicit Completed(Tensor r) : r_(std::move(r)) {}
+  bool is_completed() override { return true; }
+  Tensor wait() override { return r_; }
+
+ private:
+  Tensor r_;
+};
+
+// A GPU collective in flight and what the result needs afterwards (Avg's
+// division, 16-bit rounding): ops that must not read the buffer before the
+// collective is done, so they are recorded at wait().
+class Then final : public Work {
+ public:
+  Then(std::shared_ptr<Work> inner, std::function<Tensor(Tensor)> finish)
+      : inner_(std::move(inner)), finish_(std::move(finish)) {}
+  bool is_completed() override { return inner_->is_completed(); }
+  Tensor wait() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!result_.defined()) result_ = finish_(inner_->wait());
+    return result_;
+  }
+
+ private:
+  std::shared_ptr<Work> inner_;
+  std::function<Tensor(Tensor)> finish_;
+  std::mutex mu_;
+  Tensor result_;
+};
+}  // namespace
+
+std::shared_ptr<Work> all_reduce_async(const Tensor& x, ReduceOp op) {
   const char* fn = "all_reduce";
   auto t = transport(fn);
   check_op(x, op, fn);
   check_same(*t, fn, signature(AllReduce, x, static_cast<int64_t>(op), 0));
   Tensor w = widen(x.dtype()) ? astype(x, Dtype::Float32) : x;
-  Tensor r;
+  Dtype dtype = x.dtype();
+  int world = t->size();
   if (t->on_gpu()) {
-    r = detail::gpu_all_reduce(*t, w, op, fn);
-  } else {
-    auto buf = to_host(w);
-    t->all_reduce(buf.data(), w.size(), w.dtype(), op, fn);
-    r = from_host(buf.data(), w.shape(), w.dtype(), x.device());
+    return std::make_shared<Then>(detail::gpu_all_reduce_start(t, w, op, fn),
+                                  [=](Tensor r) { return finish_reduce(r, dtype, op, world); });
   }
-  return finish_reduce(r, x.dtype(), op, t->size());
+  auto buf = to_host(w);
+  t->all_reduce(buf.data(), w.size(), w.dtype(), op, fn);
+  Tensor r = finish_reduce(from_host(buf.data(), w.shape(), w.dtype(), x.device()), dtype, op, world);
+  r.eval();
+  return std::make_shared<Completed>(r);
 }
 
-Tensor broadcast(const Tensor& x, int src) {
+Tensor all_reduce(const Tensor& x, ReduceOp op) { return all_reduce_async(x, op)->wait(); }
+
+std::shared_ptr<Work> broadcast_async(const Tensor& x, int src) {
   const char* fn = "broadcast";
   auto t = transport(fn);
   if (src < 0 || src >= t->size())
     throw ValueError(errmsg(fn, "src " + std::to_string(src) + " is not a rank of a group of " + std::to_string(t->size())));
   check_same(*t, fn, signature(Broadcast, x, 0, src));
-  if (t->on_gpu()) return detail::gpu_broadcast(*t, x, src, fn);
+  if (t->on_gpu()) return detail::gpu_broadcast_start(t, x, src, fn);
   auto buf = to_host(x);
   t->broadcast(buf.data(), buf.size(), src, fn);
-  return from_host(buf.data(), x.shape(), x.dtype(), x.device());
+  return std::make_shared<Completed>(from_host(buf.data(), x.shape(), x.dtype(), x.device()));
 }
+
+Tensor broadcast(const Tensor& x, int src) { return broadcast_async(x, src)->wait(); }
 
 Tensor all_gather(const Tensor& x) {
   const char* fn = "all_gather";

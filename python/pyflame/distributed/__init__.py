@@ -28,7 +28,7 @@ __all__ = ["ReduceOp", "init_process_group", "is_available", "is_initialized",
            "destroy_process_group", "get_backend", "get_rank", "get_world_size",
            "barrier", "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor",
            "reduce_scatter", "reduce_scatter_tensor", "send", "recv", "DistributedSampler",
-           "TCPStore"]
+           "TCPStore", "Work"]
 
 
 class ReduceOp:
@@ -117,7 +117,12 @@ destroy_process_group = _c.destroy_process_group
 get_backend = _c.get_backend
 get_rank = _c.get_rank
 get_world_size = _c.get_world_size
-barrier = _c.barrier
+
+
+def barrier(async_op=False):
+    """Waits until every rank called barrier."""
+    _c.barrier()
+    return _done(async_op)
 
 
 def _write(dst, value):
@@ -130,19 +135,55 @@ def _write(dst, value):
     dst.eval()
 
 
-def all_reduce(tensor, op=ReduceOp.SUM):
-    """Reduces ``tensor`` over all ranks in place (sum, avg, max or min)."""
+class Work:
+    """A collective started with ``async_op=True`` (``torch.distributed.Work``).
+
+    On NCCL/RCCL, all_reduce and broadcast run on the communicator's stream
+    while the caller goes on (the input was evaluated first; the collective
+    is ordered after it); ``wait()`` waits for it with the group's timeout,
+    orders the device's later work after it, and writes the result into the
+    tensor. Other collectives, and every collective on MPI and 'tcp',
+    complete before the call returns: their Work is already complete."""
+
+    def __init__(self, work=None, tensor=None):
+        self._work, self._tensor = work, tensor
+
+    def is_completed(self):
+        return self._work is None or self._work.is_completed()
+
+    def wait(self, timeout=None):
+        """Waits (the group's timeout; ``timeout`` is accepted for PyTorch's
+        signature) and writes the result into the tensor; returns True."""
+        if self._work is not None:
+            work, self._work = self._work, None
+            _write(self._tensor, work.wait())
+        return True
+
+
+def _done(async_op):
+    return Work() if async_op else None
+
+
+def all_reduce(tensor, op=ReduceOp.SUM, async_op=False):
+    """Reduces ``tensor`` over all ranks in place (sum, avg, max or min).
+    With ``async_op=True`` returns a :class:`Work`; the result is in
+    ``tensor`` after its ``wait()``."""
     _check_tensor(tensor, "all_reduce")
+    if async_op:
+        return Work(_c.all_reduce_async(tensor, _op(op, "all_reduce")), tensor)
     _write(tensor, _c.all_reduce(tensor, _op(op, "all_reduce")))
 
 
-def broadcast(tensor, src):
-    """Copies rank ``src``'s ``tensor`` into ``tensor`` on every rank."""
+def broadcast(tensor, src, async_op=False):
+    """Copies rank ``src``'s ``tensor`` into ``tensor`` on every rank
+    (``async_op``: as all_reduce)."""
     _check_tensor(tensor, "broadcast")
+    if async_op:
+        return Work(_c.broadcast_async(tensor, int(src)), tensor)
     _write(tensor, _c.broadcast(tensor, int(src)))
 
 
-def all_gather_into_tensor(output, input):
+def all_gather_into_tensor(output, input, async_op=False):
     """``output`` (world_size * n, ...) gets every rank's ``input`` (n, ...) in rank order."""
     _check_tensor(input, "all_gather_into_tensor", "input")
     _check_tensor(output, "all_gather_into_tensor", "output")
@@ -153,9 +194,10 @@ def all_gather_into_tensor(output, input):
         raise ValueError(f"[all_gather_into_tensor] output has shape {tuple(output.shape)}, "
                          f"expected {shape}")
     _write(output, gathered.reshape(shape))
+    return _done(async_op)
 
 
-def all_gather(tensor_list, tensor):
+def all_gather(tensor_list, tensor, async_op=False):
     """``tensor_list[r]`` gets rank r's ``tensor``."""
     _check_tensor(tensor, "all_gather")
     if len(tensor_list) != get_world_size():
@@ -165,9 +207,10 @@ def all_gather(tensor_list, tensor):
     for r, dst in enumerate(tensor_list):
         _check_tensor(dst, "all_gather", "tensor_list entry")
         _write(dst, gathered[r])
+    return _done(async_op)
 
 
-def reduce_scatter_tensor(output, input, op=ReduceOp.SUM):
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, async_op=False):
     """``output`` (n, ...) gets this rank's block of ``input`` (world_size * n, ...) reduced."""
     _check_tensor(input, "reduce_scatter_tensor", "input")
     _check_tensor(output, "reduce_scatter_tensor", "output")
@@ -176,9 +219,10 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM):
         raise ValueError(f"[reduce_scatter_tensor] output has shape {tuple(output.shape)}, "
                          f"expected {tuple(r.shape)}")
     _write(output, r)
+    return _done(async_op)
 
 
-def reduce_scatter(output, input_list, op=ReduceOp.SUM):
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, async_op=False):
     """``output`` gets the reduction over ranks of each rank's ``input_list[rank]``."""
     import pyflame
     _check_tensor(output, "reduce_scatter", "output")
@@ -188,6 +232,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM):
     stacked = pyflame.stack(list(input_list))  # (world, *shape)
     r = _c.reduce_scatter(stacked.reshape((stacked.shape[0], -1)), _op(op, "reduce_scatter"))
     _write(output, r.reshape(tuple(output.shape)))
+    return _done(async_op)
 
 
 def send(tensor, dst, tag=0):
