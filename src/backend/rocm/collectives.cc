@@ -111,7 +111,7 @@ class CclTransport final : public Transport {
     check(api_->comm_init_rank(&comm_, size_, id, rank_), "init_process_group", "ncclCommInitRank");
   }
   ~CclTransport() override {
-    r::DeviceGuard guard(device_);
+    (void)hipSetDevice(device_);  // no throwing guard: this may run at exit, runtime unloading
     if (comm_ && !broken_) {
       (void)hipStreamSynchronize(stream_);  // outstanding work first
       api_->comm_destroy(comm_);
@@ -226,9 +226,13 @@ class CclTransport final : public Transport {
 
   // Where an unwaited collective's buffer goes back to the allocator: the
   // device's stream must not reuse it before the collective is done.
-  void release(hipEvent_t done) {
-    r::DeviceGuard guard(device_);
-    (void)hipStreamWaitEvent(r::current_stream(device_), done, 0);
+  // Never throws (destructors, error paths).
+  void release(hipEvent_t done) noexcept {
+    (void)hipSetDevice(device_);
+    try {
+      (void)hipStreamWaitEvent(r::current_stream(device_), done, 0);
+    } catch (...) {  // no device context left (exit): nothing reuses the buffer either
+    }
     (void)hipEventDestroy(done);
   }
 
