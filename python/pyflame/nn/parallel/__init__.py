@@ -135,6 +135,8 @@ class DistributedDataParallel(Module):
         out = self.module(*args, **kwargs)
         if _core.is_grad_enabled():
             object.__setattr__(self, "_pending", self._sync)
+            if not self._launched:  # counts left by a backward that raised
+                self._reset_reduction()
         return out
 
     @contextlib.contextmanager
