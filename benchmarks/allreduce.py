@@ -5,7 +5,9 @@ same GPUs in the same run (NCCL on NVIDIA, RCCL on AMD). One process per GPU:
 
 Rank 0 prints the time per all-reduce and the bus bandwidth, NCCL's own
 figure of merit (nccl-tests: algbw * 2 (n - 1) / n). Without --device rocm
-it measures the MPI path on CPU tensors (and torch's gloo).
+it measures the MPI path on CPU tensors (and torch's gloo); with
+``--launcher spawn`` (no mpirun) the processes meet at MASTER_ADDR:MASTER_PORT,
+and CPU tensors take the 'tcp' backend.
 """
 import argparse
 import os
@@ -33,6 +35,10 @@ def time_pyflame(x, iters):
 def time_torch(n, device, iters):
     import torch
     import torch.distributed as tdist
+    # pyflame's rendezvous store (processes not started by mpirun) holds
+    # MASTER_PORT for the group's lifetime: torch's store takes the next port.
+    if "OMPI_COMM_WORLD_SIZE" not in os.environ:
+        os.environ["MASTER_PORT"] = str(int(os.environ["MASTER_PORT"]) + 1)
     tdist.init_process_group("nccl" if device != "cpu" else "gloo", init_method="env://")
     dev = torch.device("cuda", torch.cuda.current_device()) if device != "cpu" else torch.device("cpu")
     t = torch.ones(n, dtype=torch.float32, device=dev)
@@ -58,7 +64,8 @@ def main():
     args = ap.parse_args()
     local = int(os.environ.get("LOCAL_RANK", 0))
     device = f"rocm:{local % pf.rocm_device_count()}" if args.device != "cpu" else "cpu"
-    dist.init_process_group(backend="auto" if args.device != "cpu" else "mpi")
+    cpu = "mpi" if "OMPI_COMM_WORLD_SIZE" in os.environ else "tcp"  # tcp: the store, slow
+    dist.init_process_group(backend="auto" if args.device != "cpu" else cpu)
     rank, world = dist.get_rank(), dist.get_world_size()
     n = int(args.mb * 2**20) // 4
     x = pf.tensor(np.ones(n, np.float32), device=device)

@@ -5,6 +5,8 @@ which is the step one process takes on the whole global batch.
 
     python -m pyflame.distributed.run --nproc-per-node 2 examples/train_ddp.py
     mpirun -np 2 python examples/train_ddp.py           # the same, under mpirun
+    python -m pyflame.distributed.run --launcher spawn --nproc-per-node 2 examples/train_ddp.py
+                                                        # no mpirun: MASTER_ADDR rendezvous
     python examples/train_ddp.py                        # one process: the reference
 
 On a GPU build each process uses GPU LOCAL_RANK and NCCL/RCCL (--device rocm).
@@ -45,7 +47,9 @@ def main(argv=None):
 
     rank, world = 0, 1
     if launched():
-        dist.init_process_group(backend="auto" if args.device != "cpu" else "mpi")
+        # CPU tensors: MPI under mpirun, else the rendezvous store's 'tcp' backend
+        cpu = "mpi" if "OMPI_COMM_WORLD_SIZE" in os.environ else "tcp"
+        dist.init_process_group(backend="auto" if args.device != "cpu" else cpu)
         rank, world = dist.get_rank(), dist.get_world_size()
     if args.batch % world:
         ap.error(f"--batch {args.batch} is not a multiple of the {world} processes")

@@ -44,6 +44,19 @@ Tensor detach(const Tensor& x);
 void backward(const Tensor& output, const std::optional<Tensor>& gradient = {},
               bool retain_graph = false);
 
+// PyTorch's register_post_accumulate_grad_hook: backward() calls hook(leaf)
+// once per backward that reaches the leaf, after it accumulated and
+// evaluated the leaf's grad(), leaves in the order the backward walk
+// finished their gradients (the last consumer's vjp done). With hooks
+// present backward evaluates leaf by leaf in that order, so a hook can start
+// work on a gradient (DDP's bucket all-reduce) while later ones compute.
+// Hooks follow the handle through in-place rebinds (optimizer steps). The
+// id removes the hook. Leaves only: a tensor that requires grad and was not
+// computed from one.
+using GradHook = std::function<void(const Tensor& leaf)>;
+uint64_t register_post_accumulate_grad_hook(const Tensor& leaf, GradHook hook);
+void remove_post_accumulate_grad_hook(const Tensor& leaf, uint64_t id);
+
 // Gradients of `outputs` (weighted by `grad_outputs`, default ones for
 // single-element outputs) with respect to `inputs`, returned lazily and not
 // accumulated anywhere. An input the outputs do not depend on gets zeros.

@@ -48,10 +48,14 @@ enum class NodeState : uint32_t { Pending, Running, Done };
 // steps, running statistics, x.add_()) holds now. Every version of the
 // handle's value shares one Binding, so a compiled function that captured
 // one version reads the latest one (docs/design/replay.md).
+// The handle's post-accumulate-grad hooks live here too, so an optimizer
+// step that rebinds a parameter keeps them (autograd.h).
+struct GradHookList;
 struct Binding {
   std::shared_ptr<Node> current() const;  // null once no handle holds it
   mutable std::mutex mu;
   std::weak_ptr<Node> latest;
+  std::shared_ptr<GradHookList> grad_hooks;  // guarded by mu; null until a hook is registered
 };
 
 struct Node {

@@ -353,3 +353,30 @@ def _custom_backward(cls, ctx, out_specs, k, in_specs):
             grads.append(g)
         return grads
     return vjp
+
+
+class RemovableHandle:
+    """What ``Tensor.register_post_accumulate_grad_hook`` returns: ``remove()``
+    unregisters the hook (``torch.utils.hooks.RemovableHandle``)."""
+
+    def __init__(self, tensor, hook_id):
+        self._tensor, self._id = tensor, hook_id
+
+    def remove(self):
+        if self._tensor is not None:
+            _core._remove_post_accumulate_grad_hook(self._tensor, self._id)
+            self._tensor = None
+
+
+def _register_post_accumulate_grad_hook(self, hook):
+    """Calls ``hook(tensor)`` after each ``backward()`` that reaches this leaf
+    has accumulated and evaluated its ``.grad`` (PyTorch's hook of the same
+    name). ``tensor`` is a handle on this leaf. Leaves fire in the order the
+    backward pass finishes their gradients, each once per backward; the hooks
+    stay through optimizer steps. Returns a handle whose ``remove()`` drops it."""
+    if not callable(hook):
+        raise TypeError("[register_post_accumulate_grad_hook] hook must be callable")
+    return RemovableHandle(self, _core._register_post_accumulate_grad_hook(self, hook))
+
+
+_core.Tensor.register_post_accumulate_grad_hook = _register_post_accumulate_grad_hook

@@ -11,10 +11,10 @@
 namespace pyflame::py {
 
 namespace {
-// A Python callable as a custom vjp. The engine may call it, and drop the
-// graph node holding it, with the GIL released: both take the GIL.
-CustomVjpFn python_vjp(nb::callable fn) {
-  std::shared_ptr<nb::object> held(new nb::object(std::move(fn)), [](nb::object* o) {
+// A Python callable the engine holds, calls and drops with the GIL released:
+// each takes the GIL.
+std::shared_ptr<nb::object> held_callable(nb::callable fn) {
+  return std::shared_ptr<nb::object>(new nb::object(std::move(fn)), [](nb::object* o) {
     if (!Py_IsInitialized()) {  // interpreter gone: leak the reference
       o->release();
       delete o;
@@ -23,6 +23,11 @@ CustomVjpFn python_vjp(nb::callable fn) {
     nb::gil_scoped_acquire gil;
     delete o;
   });
+}
+
+// A Python callable as a custom vjp.
+CustomVjpFn python_vjp(nb::callable fn) {
+  std::shared_ptr<nb::object> held = held_callable(std::move(fn));
   return [held](const Tensor& cotan, const std::vector<int>& argnums) {
     nb::gil_scoped_acquire gil;
     nb::object out = (*held)(cotan, argnums);
@@ -102,6 +107,16 @@ void init_autograd(nb::module_& m) {
   }, nb::arg("value"), nb::arg("inputs"), nb::arg("backward"), nb::arg("always") = false,
      "value, linked to inputs so that backward calls backward(cotangent, argnums) for their "
      "gradients (see pf.autograd.Function)");
+  m.def("_register_post_accumulate_grad_hook",
+        [](const Tensor& leaf, nb::callable fn) {
+          std::shared_ptr<nb::object> held = held_callable(std::move(fn));
+          return register_post_accumulate_grad_hook(leaf, [held](const Tensor& t) {
+            nb::gil_scoped_acquire gil;
+            (*held)(t);
+          });
+        },
+        nb::arg("leaf"), nb::arg("hook"));
+  m.def("_remove_post_accumulate_grad_hook", &remove_post_accumulate_grad_hook, nb::arg("leaf"), nb::arg("id"));
   m.def("_grad_leaves", &grad_leaves, nb::arg("outputs"),
         "The grad leaves (requires_grad tensors set by the user) the outputs depend on.");
   m.def("_autocast_dtype", []() { return autocast_dtype(); });

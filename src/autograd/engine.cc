@@ -2,6 +2,8 @@
 // primitive's vjp and sums the cotangents reaching every node. The walk
 // builds a gradient graph and computes nothing; backward() then evaluates
 // the leaves' gradients in one pass.
+#include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
@@ -13,6 +15,10 @@
 #include "runtime/trace.h"
 
 namespace pyflame {
+
+struct GradHookList {
+  std::vector<std::pair<uint64_t, GradHook>> hooks;
+};
 
 namespace {
 thread_local bool g_grad_enabled = true;
@@ -142,6 +148,63 @@ std::unordered_map<Node*, Tensor> propagate(const std::vector<Tensor>& outputs,
   return cot;
 }
 
+// ---- post-accumulate-grad hooks ----
+
+std::atomic<uint64_t> g_next_hook{1};
+
+std::vector<GradHook> hooks_of(const Tensor& leaf) {
+  std::shared_ptr<Binding> b = leaf.node()->binding;
+  if (!b) return {};
+  std::lock_guard<std::mutex> lock(b->mu);
+  std::vector<GradHook> out;
+  if (b->grad_hooks)
+    for (auto& [id, h] : b->grad_hooks->hooks) out.push_back(h);
+  return out;
+}
+
+// The leaves reached, in the order the walk finished their gradients: a
+// leaf is complete once the last node reading it ran its vjp. `order` lists
+// nodes outputs last; the walk runs it from the end.
+std::vector<size_t> ready_order(const std::vector<Tensor>& order, const std::vector<Tensor>& leaves) {
+  std::unordered_map<Node*, size_t> last;
+  size_t step = 0;
+  for (auto it = order.rbegin(); it != order.rend(); ++it, ++step) {
+    Node* n = it->node();
+    if (n->grad_leaf) continue;
+    for (const Tensor& in : n->inputs)
+      if (in.requires_grad() && in.node()->grad_leaf) last[in.node()] = step;
+  }
+  std::vector<size_t> idx(leaves.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  auto when = [&](size_t i) {
+    auto f = last.find(leaves[i].node());
+    return f == last.end() ? 0 : f->second + 1;  // a leaf that is an output: first
+  };
+  std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return when(a) < when(b); });
+  return idx;
+}
+
+// Evaluates the accumulated gradients: in one pass, or, where a leaf has
+// hooks, leaf by leaf in ready order, calling each leaf's hooks after its
+// gradient is evaluated.
+void eval_grads_and_call_hooks(const std::vector<Tensor>& order, const std::vector<Tensor>& leaves,
+                               const std::vector<Tensor>& grads) {
+  std::vector<std::vector<GradHook>> hooks;
+  bool any = false;
+  for (const Tensor& leaf : leaves) {
+    hooks.push_back(hooks_of(leaf));
+    any = any || !hooks.back().empty();
+  }
+  if (!any) {
+    eval(grads);
+    return;
+  }
+  for (size_t i : ready_order(order, leaves)) {
+    grads[i].eval();
+    for (const GradHook& h : hooks[i]) h(leaves[i]);
+  }
+}
+
 std::vector<Tensor> make_seeds(const std::vector<Tensor>& outputs,
                                const std::vector<Tensor>& given, const char* fn) {
   if (!given.empty() && given.size() != outputs.size()) {
@@ -179,7 +242,7 @@ void backward(const Tensor& output, const std::optional<Tensor>& gradient, bool 
   std::unique_lock<std::recursive_mutex> lock(g_autograd_mu);
   std::vector<Tensor> order;
   auto cot = propagate(outputs, seeds, order);
-  std::vector<Tensor> updated;
+  std::vector<Tensor> updated, leaves;
   {
     NoGradGuard no_grad;
     for (Tensor& t : order) {
@@ -189,11 +252,12 @@ void backward(const Tensor& output, const std::optional<Tensor>& gradient, bool 
       Tensor sum = g.defined() ? add(g, c->second) : c->second;
       t.set_grad(sum);
       updated.push_back(sum);
+      leaves.push_back(t);
     }
   }
   cot.clear();
   lock.unlock();  // evaluation is safe to share; a later backward adds onto these lazily
-  eval(updated);
+  eval_grads_and_call_hooks(order, leaves, updated);
   if (retain_graph) return;
   // Release the walked graph: evaluated intermediates keep only their data.
   lock.lock();
@@ -208,6 +272,33 @@ void backward(const Tensor& output, const std::optional<Tensor>& gradient, bool 
       n->prim.reset();
     }
   }
+}
+
+uint64_t register_post_accumulate_grad_hook(const Tensor& leaf, GradHook hook) {
+  const char* fn = "register_post_accumulate_grad_hook";
+  if (!leaf.defined() || !leaf.requires_grad() || !leaf.node()->grad_leaf)
+    throw ValueError(errmsg(fn, "only a leaf tensor that requires grad takes this hook (a parameter), got " +
+                                    (leaf.defined() ? leaf.str() : std::string("an undefined tensor"))));
+  Node* n = leaf.node();
+  std::lock_guard<std::recursive_mutex> walk(g_autograd_mu);  // no backward reads the list meanwhile
+  if (!n->binding) {
+    n->binding = std::make_shared<Binding>();
+    n->binding->latest = leaf.node_ptr();
+  }
+  std::lock_guard<std::mutex> lock(n->binding->mu);
+  if (!n->binding->grad_hooks) n->binding->grad_hooks = std::make_shared<GradHookList>();
+  uint64_t id = g_next_hook++;
+  n->binding->grad_hooks->hooks.emplace_back(id, std::move(hook));
+  return id;
+}
+
+void remove_post_accumulate_grad_hook(const Tensor& leaf, uint64_t id) {
+  if (!leaf.defined() || !leaf.node()->binding) return;
+  std::shared_ptr<Binding> b = leaf.node()->binding;
+  std::lock_guard<std::mutex> lock(b->mu);
+  if (!b->grad_hooks) return;
+  auto& h = b->grad_hooks->hooks;
+  h.erase(std::remove_if(h.begin(), h.end(), [id](const auto& e) { return e.first == id; }), h.end());
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,

@@ -48,4 +48,10 @@ bool mpi_compiled();
 int mpi_env_rank();
 int mpi_env_size();
 
+// The 'tcp' transport (tcp.cc): a rendezvous at MASTER_ADDR:MASTER_PORT, where
+// rank 0 serves the store; every exchange goes through it. Also the host
+// side of NCCL/RCCL groups whose processes mpirun did not start.
+std::unique_ptr<Transport> make_tcp_transport(int rank, int world, double timeout_s);
+bool rendezvous_env_set();  // MASTER_ADDR and MASTER_PORT both set
+
 }  // namespace pyflame::distributed::detail

@@ -4,6 +4,7 @@
 // (backend.h) only move contiguous buffers.
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -120,6 +121,29 @@ Tensor from_host(const void* data, const Shape& shape, Dtype dtype, Device devic
 
 // ---- the group ----
 
+namespace {
+bool launched_by_mpi() { return detail::mpi_env_size() > 0; }
+
+// 'auto': the GPU library where it works; else the store for several
+// processes that mpirun did not start; else MPI (also a world of one).
+std::string pick_auto(int world) {
+  if (detail::gpu_collectives_usable()) return detail::gpu_collectives_name();
+  return world > 1 && !launched_by_mpi() ? "tcp" : "mpi";
+}
+
+// The host side of a GPU group (rank 0's unique id, the cross-rank checks):
+// MPI under mpirun, else the rendezvous store at MASTER_ADDR:MASTER_PORT;
+// none in a world of one.
+std::unique_ptr<Transport> host_transport(int rank, int world, double timeout_s) {
+  if (launched_by_mpi() && detail::mpi_compiled()) {
+    if (detail::mpi_env_size() > 1 || world > 1) return detail::make_mpi_transport(timeout_s);
+    return nullptr;
+  }
+  if (world > 1) return detail::make_tcp_transport(rank, world, timeout_s);
+  return nullptr;
+}
+}  // namespace
+
 bool mpi_available() { return detail::mpi_compiled(); }
 bool gpu_collectives_available() { return detail::gpu_collectives_compiled(); }
 
@@ -127,28 +151,35 @@ void init_process_group(const InitOptions& opts) {
   const char* fn = "init_process_group";
   if (opts.timeout_s <= 0) throw ValueError(errmsg(fn, "timeout must be positive"));
   std::string backend = opts.backend;
-  if (backend != "auto" && backend != "mpi" && backend != "nccl" && backend != "rccl")
-    throw ValueError(errmsg(fn, "unknown backend '" + backend + "' (expected 'mpi', 'nccl', 'rccl' or 'auto')"));
+  if (backend != "auto" && backend != "mpi" && backend != "tcp" && backend != "nccl" && backend != "rccl")
+    throw ValueError(errmsg(fn, "unknown backend '" + backend +
+                                    "' (expected 'mpi', 'tcp', 'nccl', 'rccl' or 'auto')"));
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_transport) throw RuntimeError(errmsg(fn, "the default process group is already initialized"));
   int rank = opts.rank >= 0 ? opts.rank : env_int("RANK");
   int world = opts.world_size >= 0 ? opts.world_size : env_int("WORLD_SIZE");
-  if (backend == "auto") backend = detail::gpu_collectives_usable() ? detail::gpu_collectives_name() : "mpi";
+  if (backend == "auto") backend = pick_auto(world);
   std::shared_ptr<Transport> t;
   if (backend == "mpi") {
     // MPI's own launcher (mpirun, or pyflame.distributed.run, which uses it)
     // must have started this process unless the world is one process.
     if (world > 1 && detail::mpi_env_size() < 0)
       throw RuntimeError(errmsg(fn, "backend 'mpi' with WORLD_SIZE=" + std::to_string(world) +
-                                        " needs processes started by mpirun or python -m "
-                                        "pyflame.distributed.run"));
+                                        " needs processes started by mpirun (or python -m "
+                                        "pyflame.distributed.run with mpirun installed); processes started "
+                                        "otherwise meet over MASTER_ADDR:MASTER_PORT with backend 'tcp' or "
+                                        "'nccl'/'rccl'"));
     t = detail::make_mpi_transport(opts.timeout_s);
+  } else if (backend == "tcp") {
+    t = detail::make_tcp_transport(rank, world, opts.timeout_s);
   } else {
     if (backend != detail::gpu_collectives_name())
       throw ValueError(errmsg(fn, "backend '" + backend + "' is not this build's GPU library (" +
                                       (detail::gpu_collectives_compiled() ? detail::gpu_collectives_name()
                                                                           : std::string("none")) + ")"));
-    t = detail::make_gpu_transport(rank, world, opts.timeout_s);
+    if (!detail::gpu_collectives_compiled())
+      throw RuntimeError(errmsg(fn, "this build of PyFlame has no NCCL/RCCL; use backend='mpi' or 'tcp'"));
+    t = detail::make_gpu_transport(host_transport(rank, world, opts.timeout_s), opts.timeout_s);
   }
   if ((world >= 0 && world != t->size()) || (rank >= 0 && rank != t->rank()))
     throw RuntimeError(errmsg(fn, "RANK/WORLD_SIZE (" + std::to_string(rank) + "/" + std::to_string(world) +
@@ -177,34 +208,74 @@ void barrier() { transport("barrier")->barrier("barrier"); }
 // Host transports stage through row-major host copies; GPU transports get
 // device buffers from gpu_transport (evaluated, row-major, on its stream).
 
-Tensor all_reduce(const Tensor& x, ReduceOp op) {
+namespace {
+// A result that exists already (host transports complete before returning).
+class Completed final : public Work {
+ public:
+  explicit Completed(Tensor r) : r_(std::move(r)) {}
+  bool is_completed() override { return true; }
+  Tensor wait() override { return r_; }
+
+ private:
+  Tensor r_;
+};
+
+// A GPU collective in flight and what the result needs afterwards (Avg's
+// division, 16-bit rounding): ops that must not read the buffer before the
+// collective is done, so they are recorded at wait().
+class Then final : public Work {
+ public:
+  Then(std::shared_ptr<Work> inner, std::function<Tensor(Tensor)> finish)
+      : inner_(std::move(inner)), finish_(std::move(finish)) {}
+  bool is_completed() override { return inner_->is_completed(); }
+  Tensor wait() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!result_.defined()) result_ = finish_(inner_->wait());
+    return result_;
+  }
+
+ private:
+  std::shared_ptr<Work> inner_;
+  std::function<Tensor(Tensor)> finish_;
+  std::mutex mu_;
+  Tensor result_;
+};
+}  // namespace
+
+std::shared_ptr<Work> all_reduce_async(const Tensor& x, ReduceOp op) {
   const char* fn = "all_reduce";
   auto t = transport(fn);
   check_op(x, op, fn);
   check_same(*t, fn, signature(AllReduce, x, static_cast<int64_t>(op), 0));
   Tensor w = widen(x.dtype()) ? astype(x, Dtype::Float32) : x;
-  Tensor r;
+  Dtype dtype = x.dtype();
+  int world = t->size();
   if (t->on_gpu()) {
-    r = detail::gpu_all_reduce(*t, w, op, fn);
-  } else {
-    auto buf = to_host(w);
-    t->all_reduce(buf.data(), w.size(), w.dtype(), op, fn);
-    r = from_host(buf.data(), w.shape(), w.dtype(), x.device());
+    return std::make_shared<Then>(detail::gpu_all_reduce_start(t, w, op, fn),
+                                  [=](Tensor r) { return finish_reduce(r, dtype, op, world); });
   }
-  return finish_reduce(r, x.dtype(), op, t->size());
+  auto buf = to_host(w);
+  t->all_reduce(buf.data(), w.size(), w.dtype(), op, fn);
+  Tensor r = finish_reduce(from_host(buf.data(), w.shape(), w.dtype(), x.device()), dtype, op, world);
+  r.eval();
+  return std::make_shared<Completed>(r);
 }
 
-Tensor broadcast(const Tensor& x, int src) {
+Tensor all_reduce(const Tensor& x, ReduceOp op) { return all_reduce_async(x, op)->wait(); }
+
+std::shared_ptr<Work> broadcast_async(const Tensor& x, int src) {
   const char* fn = "broadcast";
   auto t = transport(fn);
   if (src < 0 || src >= t->size())
     throw ValueError(errmsg(fn, "src " + std::to_string(src) + " is not a rank of a group of " + std::to_string(t->size())));
   check_same(*t, fn, signature(Broadcast, x, 0, src));
-  if (t->on_gpu()) return detail::gpu_broadcast(*t, x, src, fn);
+  if (t->on_gpu()) return detail::gpu_broadcast_start(t, x, src, fn);
   auto buf = to_host(x);
   t->broadcast(buf.data(), buf.size(), src, fn);
-  return from_host(buf.data(), x.shape(), x.dtype(), x.device());
+  return std::make_shared<Completed>(from_host(buf.data(), x.shape(), x.dtype(), x.device()));
 }
+
+Tensor broadcast(const Tensor& x, int src) { return broadcast_async(x, src)->wait(); }
 
 Tensor all_gather(const Tensor& x) {
   const char* fn = "all_gather";

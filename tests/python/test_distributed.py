@@ -147,9 +147,11 @@ def test_bad_arguments():
 @needs_mpi
 def test_launcher_sets_environment(tmp_path):
     script = tmp_path / "env.py"
+    # one write per line: print's separate pieces could interleave with the other rank's
     script.write_text("import os, sys\n"
-                      "print('ENV', *(os.environ[k] for k in ('RANK', 'WORLD_SIZE', 'LOCAL_RANK',"
-                      " 'MASTER_ADDR', 'MASTER_PORT')), sys.argv[1:], flush=True)\n"
+                      "print(' '.join(['ENV'] + [os.environ[k] for k in ('RANK', 'WORLD_SIZE',"
+                      " 'LOCAL_RANK', 'MASTER_ADDR', 'MASTER_PORT')] + [str(sys.argv[1:])]),"
+                      " flush=True)\n"
                       "sys.exit(int(os.environ['RANK']) * 0)\n")
     rc, out = launch([str(script), "--lr", "3"], env={"MASTER_PORT": "29555"})
     assert rc == 0, out

@@ -4,9 +4,13 @@ LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT set, as torchrun does::
 
     python -m pyflame.distributed.run --nproc-per-node 2 train.py --epochs 3
 
-The processes are started by Open MPI's ``mpirun`` (so the MPI backend finds
-its peers and NCCL/RCCL get their unique id through it); if one fails, mpirun
-ends the others and the exit status is non-zero. Under mpirun directly
+With ``--launcher mpirun`` (the default where Open MPI's ``mpirun`` is
+installed) mpirun starts the processes, so the MPI backend finds its peers;
+if one fails, mpirun ends the others. With ``--launcher spawn`` (the default
+without mpirun) the launcher starts them itself; they meet at
+MASTER_ADDR:MASTER_PORT, where rank 0 serves the rendezvous store (NCCL/RCCL
+groups, or the 'tcp' CPU backend); if one fails, the launcher ends the others.
+Either way the exit status is the first failure's. Under mpirun directly
 (``mpirun -np 2 python train.py``) a script needs no launcher:
 init_process_group reads MPI's environment.
 """
@@ -17,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 
 # Open MPI settings for a single machine: no ptrace-based single copy (blocked
 # in containers), any number of processes per core.
@@ -60,6 +65,51 @@ def _child(argv):
     runpy.run_path(argv[0], run_name="__main__")
 
 
+def spawn_env(rank, nproc, env):
+    """The environment of the rank-th of nproc processes on this machine."""
+    # Not MPI's processes: no inherited mpirun variables (a launcher run under mpirun).
+    e = {k: v for k, v in env.items()
+         if not k.startswith(("OMPI_COMM_WORLD_", "PMIX_", "PMI_"))}
+    e.update(RANK=str(rank), WORLD_SIZE=str(nproc), LOCAL_RANK=str(rank),
+             LOCAL_WORLD_SIZE=str(nproc))
+    return e
+
+
+def _end(procs, sig, grace):
+    """Sends sig to the processes still running; kills those alive after grace seconds."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(sig)
+    end = time.monotonic() + grace
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.0, end - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def spawn(nproc, argv, env):
+    """Starts ``python argv`` nproc times with the rendezvous environment and
+    waits: the first failure ends the others (SIGTERM, then SIGKILL after 5 s)
+    and is the exit status."""
+    procs = [subprocess.Popen([sys.executable, *argv], env=spawn_env(r, nproc, env))
+             for r in range(nproc)]
+    try:
+        while True:
+            codes = [p.poll() for p in procs]
+            failed = [c for c in codes if c not in (None, 0)]
+            if failed:
+                _end(procs, signal.SIGTERM, 5.0)
+                return failed[0] if failed[0] > 0 else 128 - failed[0]
+            if all(c == 0 for c in codes):
+                return 0
+            time.sleep(0.05)
+    except KeyboardInterrupt:
+        _end(procs, signal.SIGINT, 5.0)
+        return 130
+
+
 def _default_nproc():
     try:
         from .. import _core
@@ -81,14 +131,20 @@ def main(argv=None):
                    help="default: $MASTER_ADDR or 127.0.0.1")
     p.add_argument("--master-port", "--master_port", type=int, default=None,
                    help="default: $MASTER_PORT or 29500")
+    p.add_argument("--launcher", choices=("auto", "mpirun", "spawn"), default="auto",
+                   help="who starts the processes: mpirun, or this launcher with a rendezvous "
+                        "at MASTER_ADDR:MASTER_PORT (default: mpirun where installed)")
     p.add_argument("script", help="the training script")
     p.add_argument("args", nargs=argparse.REMAINDER)
     a = p.parse_args(argv)
     nproc = a.nproc_per_node or _default_nproc()
     if nproc < 1:
         p.error("--nproc-per-node must be at least 1")
+    env = mpi_env(a.master_addr, a.master_port)
+    if a.launcher == "spawn" or (a.launcher == "auto" and shutil.which("mpirun") is None):
+        return spawn(nproc, [a.script, *a.args], env)
     cmd = mpirun_command(nproc, [a.script, *a.args])
-    proc = subprocess.Popen(cmd, env=mpi_env(a.master_addr, a.master_port))
+    proc = subprocess.Popen(cmd, env=env)
     try:
         return proc.wait()
     except KeyboardInterrupt:  # mpirun passes the signal on and ends every rank

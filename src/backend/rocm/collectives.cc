@@ -3,7 +3,8 @@
 // device's work uses (current_stream: the evaluation's stream inside one, the device's shared
 // stream otherwise), after its input was evaluated on it; the call then polls the stream with
 // the group's deadline, so a dead or stalled rank raises instead of hanging (the communicator
-// is aborted). Host-side exchanges (the unique id, the cross-rank checks) go through MPI.
+// is aborted). Host-side exchanges (the unique id, the cross-rank checks) go through the host
+// transport: MPI under mpirun, else the rendezvous store (tcp.cc).
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <thread>
 #include <type_traits>
+#include <utility>
 
 #include "backend/rocm/context.h"
 #include "backend/rocm/gpu/ccl.h"
@@ -105,10 +107,16 @@ class CclTransport final : public Transport {
     if (rank_ == 0) check(api_->get_unique_id(&id), "init_process_group", "ncclGetUniqueId");
     if (size_ > 1) host_->broadcast(&id, sizeof(id), 0, "init_process_group");
     PF_HIP_CHECK(hipSetDevice(device_));
+    PF_HIP_CHECK(hipStreamCreateWithFlags(&stream_, hipStreamNonBlocking));
     check(api_->comm_init_rank(&comm_, size_, id, rank_), "init_process_group", "ncclCommInitRank");
   }
   ~CclTransport() override {
-    if (comm_ && !broken_) api_->comm_destroy(comm_);
+    (void)hipSetDevice(device_);  // no throwing guard: this may run at exit, runtime unloading
+    if (comm_ && !broken_) {
+      (void)hipStreamSynchronize(stream_);  // outstanding work first
+      api_->comm_destroy(comm_);
+    }
+    (void)hipStreamDestroy(stream_);
   }
   std::string name() const override { return gpu::kCclName; }
   int rank() const override { return rank_; }
@@ -122,12 +130,10 @@ class CclTransport final : public Transport {
     all_reduce(one.raw_data(), 1, Dtype::Float32, ReduceOp::Sum, fn);
   }
   void all_reduce(void* buf, size_t count, Dtype dtype, ReduceOp op, const char* fn) override {
-    run(fn, "ncclAllReduce", [&](hipStream_t s) {
-      return api_->all_reduce(buf, buf, count, ccl_type(dtype, fn), ccl_op(op, dtype), comm_, s);
-    });
+    finish(start_all_reduce(buf, count, dtype, op, fn), fn, "ncclAllReduce");
   }
   void broadcast(void* buf, size_t bytes, int root, const char* fn) override {
-    run(fn, "ncclBroadcast", [&](hipStream_t s) { return api_->broadcast(buf, buf, bytes, ncclUint8, root, comm_, s); });
+    finish(start_broadcast(buf, bytes, root, fn), fn, "ncclBroadcast");
   }
   void all_gather(const void* in, void* out, size_t bytes, const char* fn) override {
     run(fn, "ncclAllGather", [&](hipStream_t s) { return api_->all_gather(in, out, bytes, ncclUint8, comm_, s); });
@@ -160,43 +166,107 @@ class CclTransport final : public Transport {
       throw RuntimeError(errmsg(fn, std::string(what) + " failed: " + api_->get_error_string(rc)));
   }
 
-  // Enqueues on the device's current stream, then polls it until done, the
-  // communicator reports an error, or the deadline (then aborts it).
+  // Enqueues on the communicator's stream after the device's current stream
+  // (the input's producer); returns the event that marks it done.
   template <typename Enqueue>
-  void run(const char* fn, const char* what, Enqueue enqueue) {
+  hipEvent_t start(const char* fn, const char* what, Enqueue enqueue) {
     std::lock_guard<std::mutex> lock(mu_);
     if (broken_)
       throw RuntimeError(errmsg(fn, "the process group failed earlier and is unusable; exit and restart"));
-    hipStream_t stream = r::current_stream(device_);
-    check(enqueue(stream), fn, what);
+    r::DeviceGuard guard(device_);
+    hipEvent_t ready = nullptr, done = nullptr;
+    PF_HIP_CHECK(hipEventCreateWithFlags(&ready, hipEventDisableTiming));
+    PF_HIP_CHECK(hipEventRecord(ready, r::current_stream(device_)));
+    PF_HIP_CHECK(hipStreamWaitEvent(stream_, ready, 0));
+    PF_HIP_CHECK(hipEventDestroy(ready));  // released once complete
+    check(enqueue(stream_), fn, what);
+    PF_HIP_CHECK(hipEventCreateWithFlags(&done, hipEventDisableTiming));
+    PF_HIP_CHECK(hipEventRecord(done, stream_));
+    return done;
+  }
+
+ public:
+  bool finished(hipEvent_t done) {
+    r::DeviceGuard guard(device_);
+    hipError_t e = hipEventQuery(done);
+    if (e != hipErrorNotReady) PF_HIP_CHECK(e);
+    return e == hipSuccess;
+  }
+
+  // Polls `done` until it completes, the communicator reports an error, or
+  // the deadline (then aborts it); then orders the device's stream after it.
+  void wait(hipEvent_t done, const char* fn, const char* what) {
+    r::DeviceGuard guard(device_);
     auto t0 = std::chrono::steady_clock::now();
     auto deadline = t0 + std::chrono::duration<double>(timeout_);
     for (int spins = 0;; ++spins) {
-      hipError_t e = hipStreamQuery(stream);
-      if (e == hipSuccess) return;
+      hipError_t e = hipEventQuery(done);
+      if (e == hipSuccess) break;
       if (e != hipErrorNotReady) PF_HIP_CHECK(e);
-      ncclResult_t async = ncclSuccess;
-      api_->comm_get_async_error(comm_, &async);
       bool late = std::chrono::steady_clock::now() > deadline;
-      if (async != ncclSuccess || late) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ncclResult_t async = ncclSuccess;
+      if (comm_) api_->comm_get_async_error(comm_, &async);
+      if (async != ncclSuccess || late || broken_) {
+        bool first = !broken_;
         broken_ = true;
-        api_->comm_abort(comm_);
+        if (comm_) api_->comm_abort(comm_);
         comm_ = nullptr;
         throw RuntimeError(errmsg(fn, late ? "timed out after " + std::to_string(timeout_) +
                                                  " s waiting for the other ranks (a rank died, hangs or skipped "
                                                  "this call); the process group is unusable"
+                                  : !first ? std::string("the process group failed meanwhile and is unusable")
                                            : std::string(what) + " failed: " + api_->get_error_string(async)));
       }
       if (spins < 1000) std::this_thread::yield();
       else std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
+    PF_HIP_CHECK(hipStreamWaitEvent(r::current_stream(device_), done, 0));
+  }
+
+  // Where an unwaited collective's buffer goes back to the allocator: the
+  // device's stream must not reuse it before the collective is done.
+  // Never throws (destructors, error paths).
+  void release(hipEvent_t done) noexcept {
+    (void)hipSetDevice(device_);
+    try {
+      (void)hipStreamWaitEvent(r::current_stream(device_), done, 0);
+    } catch (...) {  // no device context left (exit): nothing reuses the buffer either
+    }
+    (void)hipEventDestroy(done);
+  }
+
+  hipEvent_t start_all_reduce(void* buf, size_t count, Dtype dtype, ReduceOp op, const char* fn) {
+    return start(fn, "ncclAllReduce", [&](hipStream_t s) {
+      return api_->all_reduce(buf, buf, count, ccl_type(dtype, fn), ccl_op(op, dtype), comm_, s);
+    });
+  }
+  hipEvent_t start_broadcast(void* buf, size_t bytes, int root, const char* fn) {
+    return start(fn, "ncclBroadcast",
+                 [&](hipStream_t s) { return api_->broadcast(buf, buf, bytes, ncclUint8, root, comm_, s); });
+  }
+
+ private:
+  template <typename Enqueue>
+  void run(const char* fn, const char* what, Enqueue enqueue) {
+    finish(start(fn, what, enqueue), fn, what);
+  }
+  void finish(hipEvent_t done, const char* fn, const char* what) {
+    try {
+      wait(done, fn, what);
+    } catch (...) {
+      release(done);
+      throw;
+    }
+    (void)hipEventDestroy(done);
   }
 
   const CclApi* api_;
   int rank_, size_, device_;
   double timeout_;
-  std::unique_ptr<Transport> host_;  // MPI, for the id and the checks (null in a world of one)
+  std::unique_ptr<Transport> host_;  // MPI or the store: the id and the checks (null in a world of one)
   ncclComm_t comm_ = nullptr;
+  hipStream_t stream_ = nullptr;  // the communicator's: every collective, in issue order
   bool broken_ = false;
   std::mutex mu_;
 };
@@ -227,7 +297,7 @@ bool gpu_collectives_compiled() { return true; }
 bool gpu_collectives_usable() { return r::is_available() && gpu::ccl_api(nullptr) != nullptr; }
 std::string gpu_collectives_name() { return gpu::kCclName; }
 
-std::unique_ptr<Transport> make_gpu_transport(int rank, int world, double timeout_s) {
+std::unique_ptr<Transport> make_gpu_transport(std::unique_ptr<Transport> host, double timeout_s) {
   const char* fn = "init_process_group";
   std::string why;
   const CclApi* api = gpu::ccl_api(&why);
@@ -236,15 +306,8 @@ std::unique_ptr<Transport> make_gpu_transport(int rank, int world, double timeou
                                       " (NVIDIA: pip install nvidia-nccl-cu13, or a system NCCL on the "
                                       "library path; AMD: ROCm's librccl)"));
   if (!r::is_available()) throw RuntimeError(errmsg(fn, std::string("backend '") + gpu::kCclName + "' needs a GPU"));
-  // The unique id travels through MPI when more than one process takes part.
-  std::unique_ptr<Transport> host;
-  if (mpi_env_size() > 1 || world > 1) {
-    host = make_mpi_transport(timeout_s);
-    rank = host->rank();
-    world = host->size();
-  }
-  rank = std::max(rank, 0);
-  world = std::max(world, 1);
+  int rank = host ? host->rank() : 0;
+  int world = host ? host->size() : 1;
   int device = local_rank() % r::get_device_count();
   return std::make_unique<CclTransport>(api, rank, world, device, timeout_s, std::move(host));
 }
@@ -261,18 +324,57 @@ Tensor staged_copy(const Tensor& x, CclTransport& c, const char* fn) {
 }
 }  // namespace
 
-Tensor gpu_all_reduce(Transport& t, const Tensor& x, ReduceOp op, const char* fn) {
-  CclTransport& c = ccl(t);
+namespace {
+// A collective in flight on the communicator's stream, writing `out`.
+class CclWork final : public Work {
+ public:
+  CclWork(std::shared_ptr<Transport> t, hipEvent_t done, Tensor out, const char* fn, const char* what)
+      : t_(std::move(t)), done_(done), out_(std::move(out)), fn_(fn), what_(what) {}
+  ~CclWork() override {
+    if (done_) ccl(*t_).release(done_);
+  }
+  bool is_completed() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return !done_ || ccl(*t_).finished(done_);
+  }
+  Tensor wait() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_) {
+      hipEvent_t done = std::exchange(done_, nullptr);
+      try {
+        ccl(*t_).wait(done, fn_, what_);
+      } catch (...) {
+        ccl(*t_).release(done);
+        throw;
+      }
+      (void)hipEventDestroy(done);
+    }
+    return out_;
+  }
+
+ private:
+  std::shared_ptr<Transport> t_;
+  hipEvent_t done_;  // null once waited (or for an empty tensor)
+  Tensor out_;
+  const char* fn_;
+  const char* what_;
+  std::mutex mu_;
+};
+}  // namespace
+
+std::shared_ptr<Work> gpu_all_reduce_start(std::shared_ptr<Transport> t, const Tensor& x, ReduceOp op,
+                                           const char* fn) {
+  CclTransport& c = ccl(*t);
   Tensor out = staged_copy(x, c, fn);
-  if (out.size() > 0) c.all_reduce(out.raw_data(), out.size(), out.dtype(), op, fn);
-  return out;
+  hipEvent_t done = out.size() > 0 ? c.start_all_reduce(out.raw_data(), out.size(), out.dtype(), op, fn) : nullptr;
+  return std::make_shared<CclWork>(std::move(t), done, out, fn, "ncclAllReduce");
 }
 
-Tensor gpu_broadcast(Transport& t, const Tensor& x, int src, const char* fn) {
-  CclTransport& c = ccl(t);
+std::shared_ptr<Work> gpu_broadcast_start(std::shared_ptr<Transport> t, const Tensor& x, int src, const char* fn) {
+  CclTransport& c = ccl(*t);
   Tensor out = staged_copy(x, c, fn);
-  if (out.size() > 0) c.broadcast(out.raw_data(), out.nbytes(), src, fn);
-  return out;
+  hipEvent_t done = out.size() > 0 ? c.start_broadcast(out.raw_data(), out.nbytes(), src, fn) : nullptr;
+  return std::make_shared<CclWork>(std::move(t), done, out, fn, "ncclBroadcast");
 }
 
 Tensor gpu_all_gather(Transport& t, const Tensor& x, const Shape& out_shape, const char* fn) {

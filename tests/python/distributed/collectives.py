@@ -113,6 +113,19 @@ def main():
             dist.send(tensor(data(rank, (3, 2), np.float32, salt=4 + tag)), nxt, tag=tag)
         np.testing.assert_array_equal(buf.numpy(), data(prv, (3, 2), np.float32, salt=4 + tag))
 
+    # async_op: several in flight, waited out of order; the tensor holds the result after wait()
+    xs = [tensor(data(rank, (1000 + i,), np.float32, salt=6 + i)) for i in range(3)]
+    works = [dist.all_reduce(x, op="avg", async_op=True) for x in xs]
+    b = tensor(data(rank, (5,), np.float32, salt=9))
+    works.append(dist.broadcast(b, world - 1, async_op=True))
+    for w in reversed(works):
+        assert isinstance(w, dist.Work) and w.wait() and w.is_completed()
+    for i, x in enumerate(xs):
+        want = np.mean([data(r, (1000 + i,), np.float32, salt=6 + i) for r in range(world)], 0)
+        np.testing.assert_allclose(x.numpy(), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(b.numpy(), data(world - 1, (5,), np.float32, salt=9))
+    assert dist.barrier(async_op=True).is_completed()
+
     # a parameter (a grad leaf) takes the result and stays a leaf
     p = tensor(data(rank, (3,), np.float32, salt=5))
     p.requires_grad = True
