@@ -77,7 +77,9 @@ def linear(input, weight, bias=None):  # noqa: A002  (torch's argument name)
         if input.ndim == 0 or input.shape[-1] != weight.shape[1]:
             raise ValueError(f"[linear] input of shape {tuple(input.shape)} does not end in "
                              f"in_features={weight.shape[1]} (weight {tuple(weight.shape)})")
-    out = _core.matmul(input, weight.T)
+    # _core.transpose, not weight.T: the transposed weight is internal, not a
+    # view anyone can write through, so it needs no tracking (_inplace.py).
+    out = _core.matmul(input, _core.transpose(weight, None))
     if bias is not None:
         if out.dtype != bias.dtype and _core._autocast_dtype() is not None:
             bias = bias.astype(out.dtype)  # autocast: the bias joins the low-precision output

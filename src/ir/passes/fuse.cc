@@ -260,9 +260,15 @@ struct Builder {
     std::sort(v.begin(), v.end(), [&](Node* a, Node* b) { return pos_of(a) < pos_of(b); });
   }
 
-  // The region's members; `stored` gets those also needed outside.
-  std::vector<Node*> grow(Node* root, std::vector<Node*>& stored) {
-    std::vector<Node*> members{root};
+  // Scratch of grow(), reused: most nodes tried form no region.
+  std::vector<Node*> members_, stored_;
+
+  // The region's members (members_); `stored` (stored_) gets those also
+  // needed outside.
+  std::vector<Node*>& grow(Node* root, std::vector<Node*>& stored) {
+    std::vector<Node*>& members = members_;
+    members.assign(1, root);
+    stored.clear();
     for (bool changed = !root->requires_grad; changed && int(members.size()) < kMaxOps;) {
       changed = false;
       for (size_t i = 0; i < members.size() && int(members.size()) < kMaxOps; ++i) {
@@ -311,8 +317,12 @@ struct Builder {
     r.shape = members.back()->shape;
     r.device = members.back()->device;
     r.members = members;
+    // At most three operands per member: room for every step up front.
+    r.steps.reserve(4 * members.size());
+    r.loads.reserve(kMaxLoads + 1);
     NodeMap<int> step_of;
     std::vector<std::pair<const Node*, int>> load_step;  // a load's node (one per load key) and step
+    load_step.reserve(kMaxLoads + 1);
     // A number (a Full's value or a Binary's scalar operand): a kernel
     // argument, never part of the generated source.
     auto scalar = [&](double v, Dtype t) {
@@ -398,9 +408,9 @@ struct Builder {
     const int np = pos_of(n);
     taken[np] = 1;
     taken[pos_of(p)] = 1;
-    std::vector<Node*> stored;
+    std::vector<Node*>& stored = stored_;
     interior_only = true;
-    std::vector<Node*> members = grow(p, stored);
+    std::vector<Node*>& members = grow(p, stored);
     interior_only = false;
     std::vector<std::shared_ptr<Node>> constants;
     std::vector<int> steps;
@@ -438,8 +448,8 @@ struct Builder {
       }
       if (!comp[i]) continue;
       taken[i] = 1;
-      std::vector<Node*> stored;
-      std::vector<Node*> members = grow(n, stored);
+      std::vector<Node*>& stored = stored_;
+      std::vector<Node*>& members = grow(n, stored);
       if (members.size() < 2) continue;
       std::vector<std::shared_ptr<Node>> constants;
       std::vector<int> steps;
@@ -474,6 +484,9 @@ struct Builder {
 
 Plan plan(const std::vector<std::shared_ptr<Node>>& order) {
   if (order.size() < 2) return {};  // a region takes two nodes at least (eager code: one)
+  // Nothing a region could compute (GPU graphs while GPU fusion is off, a
+  // lone matmul with its views): no maps to build.
+  if (std::none_of(order.begin(), order.end(), [](const auto& n) { return computable(n.get()); })) return {};
   Builder b(order);
   b.run();
   if (b.plan.regions.empty()) return {};
