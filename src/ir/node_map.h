@@ -41,6 +41,15 @@ class NodeMap {
   }
   V& operator[](const void* k) { return *insert(k, V{}).first; }
   size_t size() const { return size_; }
+  // Room for n entries without growing again (an empty map only).
+  void reserve(size_t n) {
+    size_t cap = mask_ + 1;
+    while (n * 4 > cap * 3) cap *= 2;
+    if (cap == mask_ + 1 || size_) return;
+    heap_ = std::make_unique<Slot[]>(cap);
+    slots_ = heap_.get();
+    mask_ = cap - 1;
+  }
 
  private:
   struct Slot {

@@ -175,6 +175,7 @@ struct Builder {
     const size_t n = o.size();
     plan.root.assign(n, -1);
     plan.replaced.assign(n, 0);
+    pos.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       pos.insert(o[i].get(), int(i));
       comp[i] = computable(o[i].get());
