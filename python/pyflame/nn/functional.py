@@ -65,8 +65,14 @@ def __dir__():
 def linear(input, weight, bias=None):  # noqa: A002  (torch's argument name)
     """``input @ weight.T + bias`` with weight of shape (out_features,
     in_features) and bias (out_features,); input (..., in_features)."""
-    input, weight, bias = (a.data if isinstance(a, Parameter) else a
-                           for a in (input, weight, bias))
+    # Parameter records to their tensors (explicit tests: called per layer
+    # per step, where a generator costs more than the checks).
+    if isinstance(input, Parameter):
+        input = input.data
+    if isinstance(weight, Parameter):
+        weight = weight.data
+    if isinstance(bias, Parameter):
+        bias = bias.data
     if bias is not None:
         bias = _tensor_arg(bias, "bias", "linear")
     if not isinstance(weight, _core.Tensor) or weight.ndim != 2:
