@@ -161,38 +161,44 @@ struct Builder {
   // Per node of the order, by position. Flat arrays and one pointer map:
   // the plan runs on every evaluation (eager code, each compiled call).
   NodeMap<int> pos;  // position in the order
-  // Consumers within the order: cons[cons_at[i] .. cons_at[i + 1]).
-  std::vector<int> cons_at, cons;
-  // Where each node already placed is evaluated (-1: not yet placed): a
-  // region's members at its output's position, anything else at its own.
-  std::vector<int> at;
-  std::vector<char> taken, comp;  // comp: computable()
+  // Consumers within the order of the node at position i:
+  // cons[i ? cons_end[i - 1] : 0 .. cons_end[i]).
+  std::vector<int> cons_end, cons;
+  struct Info {
+    int at = -1;  // where it is evaluated once placed (-1: not yet): a
+                  // region's members at its output's position, else its own
+    char taken = 0, comp = 0;  // comp: computable()
+  };
+  std::vector<Info> info;
   Plan plan;
   bool interior_only = false;  // growing a reduction's prologue: nothing stored
 
-  explicit Builder(const std::vector<std::shared_ptr<Node>>& o)
-      : order(o), cons_at(o.size() + 1, 0), at(o.size(), -1), taken(o.size(), 0), comp(o.size(), 0) {
+  explicit Builder(const std::vector<std::shared_ptr<Node>>& o) : order(o), cons_end(o.size(), 0), info(o.size()) {
     const size_t n = o.size();
     plan.root.assign(n, -1);
     plan.replaced.assign(n, 0);
     pos.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       pos.insert(o[i].get(), int(i));
-      comp[i] = computable(o[i].get());
+      info[i].comp = computable(o[i].get());
     }
+    // Counts, prefix sums (cons_end[p]: where p's range ends), then each
+    // consumer placed backwards from its range's end, which leaves
+    // cons_end[p] at p's start; shifted back to ends below.
     for (size_t i = 0; i < n; ++i) {
       for (const Tensor& t : o[i]->inputs) {
-        if (const int* p = pos.find(t.node())) ++cons_at[*p + 1];
+        if (const int* p = pos.find(t.node())) ++cons_end[*p];
       }
     }
-    for (size_t i = 0; i < n; ++i) cons_at[i + 1] += cons_at[i];
-    cons.resize(cons_at[n]);
-    std::vector<int> fill(cons_at.begin(), cons_at.end() - 1);
-    for (size_t i = 0; i < n; ++i) {
+    int total = 0;
+    for (size_t i = 0; i < n; ++i) cons_end[i] = total += cons_end[i];
+    cons.resize(total);
+    for (size_t i = n; i-- > 0;) {
       for (const Tensor& t : o[i]->inputs) {
-        if (const int* p = pos.find(t.node())) cons[fill[*p]++] = int(i);
+        if (const int* p = pos.find(t.node())) cons[--cons_end[*p]] = int(i);
       }
     }
+    for (size_t i = 0; i < n; ++i) cons_end[i] = i + 1 < n ? cons_end[i + 1] : total;
   }
 
   int pos_of(const Node* n) const { return *pos.find(n); }  // n is in the order
@@ -220,19 +226,19 @@ struct Builder {
   // outside the evaluation (user handles, later graphs) read it afterwards.
   Join joins(const std::shared_ptr<Node>& p, const Node* root, const std::vector<Node*>& members) const {
     const int pp = pos_or(p.get());
-    if (pp < 0 || taken[pp] || !comp[pp] || p->requires_grad || p->shape != root->shape ||
+    if (pp < 0 || info[pp].taken || !info[pp].comp || p->requires_grad || p->shape != root->shape ||
         p->device != root->device) {
       return Join::No;
     }
     if (outside_refs(p, members) == 0) return Join::Interior;
     if (interior_only) return Join::No;
     const int root_at = pos_of(root);
-    for (int k = cons_at[pp]; k < cons_at[pp + 1]; ++k) {
+    for (int k = pp ? cons_end[pp - 1] : 0; k < cons_end[pp]; ++k) {
       const int c = cons[k];
       if (has(members, order[c].get())) continue;
       // Nodes after the output were all placed already; an unplaced one
       // before it runs before the region.
-      const int c_at = at[c] >= 0 ? at[c] : c;
+      const int c_at = info[c].at >= 0 ? info[c].at : c;
       if (c_at <= root_at) return Join::No;
     }
     return Join::Output;
@@ -283,7 +289,7 @@ struct Builder {
             continue;
           }
           if (j == Join::Output) stored.push_back(p.get());
-          taken[pos_of(p.get())] = 1;
+          info[pos_of(p.get())].taken = 1;
           changed = true;
           if (int(members.size()) == kMaxOps) break;
         }
@@ -396,7 +402,7 @@ struct Builder {
     if (!red || red->op == ReduceOp::Prod || n->buffer || n->requires_grad || n->inputs.size() != 1) return nullptr;
     const std::shared_ptr<Node>& p = n->inputs[0].node_ptr();
     const int pp = pos_or(p.get());
-    if (pp < 0 || taken[pp] || !comp[pp] || p->requires_grad || p->device != n->device ||
+    if (pp < 0 || info[pp].taken || !info[pp].comp || p->requires_grad || p->device != n->device ||
         !anchor_dtype(p->dtype, p->device) || outside_refs(p, {n}) != 0 ||
         !anchor_axes(red->axes, int(p->shape.size()), p->device)) {
       return nullptr;
@@ -407,8 +413,8 @@ struct Builder {
   // A region computing a reduction's input without writing it.
   void anchor(Node* n, Node* p) {
     const int np = pos_of(n);
-    taken[np] = 1;
-    taken[pos_of(p)] = 1;
+    info[np].taken = 1;
+    info[pos_of(p)].taken = 1;
     std::vector<Node*>& stored = stored_;
     interior_only = true;
     std::vector<Node*>& members = grow(p, stored);
@@ -417,7 +423,7 @@ struct Builder {
     std::vector<int> steps;
     FusedRegion r = tape(members, constants, steps);
     if (int(r.loads.size()) > kMaxLoads) {
-      for (Node* m : members) taken[pos_of(m)] = 0;
+      for (Node* m : members) info[pos_of(m)].taken = 0;
       return;
     }
     const auto* red = static_cast<const Reduce*>(n->prim.get());
@@ -428,7 +434,7 @@ struct Builder {
     r.output_steps = {int(r.steps.size()) - 1};
     for (Node* m : members) {
       plan.replaced[pos_of(m)] = 1;
-      at[pos_of(m)] = np;
+      info[pos_of(m)].at = np;
     }
     r.unfused_order = members;
     r.unfused_order.push_back(n);
@@ -441,14 +447,14 @@ struct Builder {
   void run() {
     for (int i = int(order.size()) - 1; i >= 0; --i) {
       Node* n = order[i].get();
-      if (at[i] < 0) at[i] = i;  // unless a later region took it
-      if (taken[i]) continue;
+      if (info[i].at < 0) info[i].at = i;  // unless a later region took it
+      if (info[i].taken) continue;
       if (Node* p = prologue(n)) {
         anchor(n, p);
         continue;
       }
-      if (!comp[i]) continue;
-      taken[i] = 1;
+      if (!info[i].comp) continue;
+      info[i].taken = 1;
       std::vector<Node*>& stored = stored_;
       std::vector<Node*>& members = grow(n, stored);
       if (members.size() < 2) continue;
@@ -457,13 +463,13 @@ struct Builder {
       FusedRegion r = tape(members, constants, steps);
       if (int(r.loads.size()) > kMaxLoads) {  // rare: give the producers back
         for (Node* m : members) {
-          if (m != n) taken[pos_of(m)] = 0;
+          if (m != n) info[pos_of(m)].taken = 0;
         }
         continue;
       }
       for (Node* m : members) {
         if (m != n) plan.replaced[pos_of(m)] = 1;
-        at[pos_of(m)] = i;
+        info[pos_of(m)].at = i;
       }
       // Outputs in tape order, the region's output last.
       for (size_t k = 0; k < members.size(); ++k) {
