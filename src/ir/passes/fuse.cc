@@ -7,9 +7,6 @@
 #include "ir/passes/fuse.h"
 
 #include <algorithm>
-#include <map>
-#include <set>
-#include <tuple>
 #include <sstream>
 
 #include "ir/node_map.h"
@@ -142,15 +139,13 @@ const Node* constant_of(const Node* n) {
   return n;
 }
 
-// What a load reads: the node owning the memory (through views) and the
-// layout. Two views with the same key read the same values.
-using LoadKey = std::tuple<const Node*, int64_t, Strides, Dtype>;
+// The node owning the memory a load reads (through views).
 const Node* load_base(const Node* p) {
   while (p->prim && p->prim->is_view() && !p->inputs.empty()) p = p->inputs[0].node();
   return p;
 }
-LoadKey load_key(const Node* p) { return {load_base(p), p->offset, p->strides, p->dtype}; }
-// load_key(a) == load_key(b), without building either.
+// Whether two loads read the same values: the same memory, layout and
+// dtype (two views of one buffer are one load).
 bool same_load(const Node* a, const Node* b) {
   return a == b || (a->offset == b->offset && a->dtype == b->dtype && a->strides == b->strides &&
                     load_base(a) == load_base(b));
