@@ -137,18 +137,22 @@ class Compiled:
     def __call__(self, *args, **kwargs):
         if self._eager is not None or _core._tracing():
             return self._fn(*args, **kwargs)  # inside another trace: part of it
-        if not kwargs and all(type(a) is Tensor for a in args):
-            tensors, static = list(args), len(args)  # the common case, flattened at once
+        # The common case (tensor arguments only): checked and hashed in one
+        # call, no Python loop over the arguments.
+        sig = None if kwargs else _core._tensor_args_signature(args)
+        if sig is not None:
+            tensors, key = args, (len(args), sig)
         else:
             tensors = []
             static = _flatten((args, kwargs), tensors)
-        key = (static, _core._compile_signature(tensors))
+            key = (static, _core._compile_signature(tensors))
         entry = self._cache.get(key)
         if entry is not None:
             if not entry[2] or all(read() == value for read, value in entry[2]):
                 outs = entry[0].replay(tensors)
                 if outs is not None:
-                    return _rebuild(entry[1], iter(outs))
+                    spec = entry[1]
+                    return outs[0] if spec is Tensor else _rebuild(spec, iter(outs))
             self._cache.pop(key, None)  # something baked in changed: trace again
         return self._trace(key, tensors, args, kwargs)
 

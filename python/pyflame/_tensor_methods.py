@@ -86,9 +86,10 @@ for _name in ("float", "half", "bfloat16", "long", "int", "bool"):
     setattr(Tensor, _name, _cast(_dt))
 if hasattr(_core.Dtype, "float64"):  # once the build has float64
     Tensor.double = _cast("float64")
-for _name in ("sum", "mean", "max", "min", "prod", "softmax", "log_softmax", "exp", "log", "sqrt",
-              "abs", "sin", "cos", "tanh", "relu", "sigmoid", "silu", "gelu", "matmul",
-              "maximum", "minimum", "argmax", "argmin", "argsort", "sort", "topk", "cumsum"):
+# (relu, exp, matmul and the other one-argument and two-operand methods are
+# bound in C++, python/src/tensor.cc: no Python frame per call.)
+for _name in ("sum", "mean", "max", "min", "prod", "softmax", "log_softmax", "gelu",
+              "argmax", "argmin", "argsort", "sort", "topk", "cumsum"):
     setattr(Tensor, _name, _method(getattr(_core, _name)))
 Tensor.clamp = lambda self, min=None, max=None: _inplace.clamp(self, min, max)  # noqa: A002
 

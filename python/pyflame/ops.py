@@ -243,6 +243,9 @@ def where(condition, a, b):
 
 def eval(*tensors):  # noqa: A001  (pf.eval, as in MLX)
     """Evaluates the given tensors (and lists of tensors) in one pass."""
+    if len(tensors) == 1 and type(tensors[0]) is _core.Tensor:  # eager code's case, no copies
+        _core.eval(tensors)
+        return tensors[0]
     flat = []
     for t in tensors:
         flat.extend(t if isinstance(t, (list, tuple)) else [t])

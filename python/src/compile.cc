@@ -111,6 +111,17 @@ void init_compile(nb::module_& m) {
   m.def("_compile_signature", [](const std::vector<Tensor>& tensors) {
     return runtime::layout_signature(tensors) * 31 + compile_settings_key();
   });
+  // The same for a call whose arguments are all tensors (the common case),
+  // or None when one is not: one call instead of a Python loop per call.
+  m.def("_tensor_args_signature", [](nb::tuple args) -> nb::object {
+    std::vector<Tensor> tensors;
+    tensors.reserve(args.size());
+    for (nb::handle h : args) {
+      if (!nb::isinstance<Tensor>(h)) return nb::none();
+      tensors.push_back(nb::cast<const Tensor&>(h));
+    }
+    return nb::int_(runtime::layout_signature(tensors) * 31 + compile_settings_key());
+  });
 }
 
 }  // namespace pyflame::py

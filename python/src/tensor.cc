@@ -153,6 +153,15 @@ Tensor reflected(const Tensor& a, nb::handle b) {
   return F(as_tensor(b, &a, Name.str), a);
 }
 
+using UnaryFn = Tensor (*)(const Tensor&);
+
+// x.relu(), x.exp(), ...: one method per function, in the order given.
+template <UnaryFn... Fs>
+void def_unary_methods(nb::class_<Tensor>& cls, std::initializer_list<const char*> names) {
+  const char* const* name = names.begin();
+  ((cls.def(*name++, [](const Tensor& t) { return Fs(t); })), ...);
+}
+
 }  // namespace
 
 void init_tensor(nb::module_& m) {
@@ -268,7 +277,14 @@ void init_tensor(nb::module_& m) {
       .def("__gt__", &compare<gt, "gt">, nb::arg("other").none())
       .def("__ge__", &compare<ge, "ge">, nb::arg("other").none())
       .def("__neg__", [](const Tensor& t) { return neg(t); })
-      .def("__abs__", [](const Tensor& t) { return abs(t); });
+      .def("__abs__", [](const Tensor& t) { return abs(t); })
+      // Methods bound here rather than as Python wrappers of the module
+      // functions (pyflame/_tensor_methods.py): no Python frame per call.
+      .def("matmul", &forward<matmul, "matmul">, nb::arg("other").none())
+      .def("maximum", &forward<maximum, "maximum">, nb::arg("other").none())
+      .def("minimum", &forward<minimum, "minimum">, nb::arg("other").none());
+  def_unary_methods<abs, sqrt, exp, log, sin, cos, tanh, relu, sigmoid, silu>(
+      cls, {"abs", "sqrt", "exp", "log", "sin", "cos", "tanh", "relu", "sigmoid", "silu"});
   def_autograd_methods(cls);
   def_dlpack_methods(cls);
 }

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/node_map.h"
 #include "ir/primitives.h"
 #include "pyflame/amp.h"
 #include "pyflame/autograd.h"
@@ -39,10 +40,10 @@ struct Stops {
 // and at nodes that do not require grad.
 std::vector<Tensor> backward_order(const std::vector<Tensor>& outputs, Stops stop) {
   std::vector<Tensor> order;
-  std::unordered_set<Node*> seen;
+  NodeSet seen;
   std::vector<std::pair<Tensor, size_t>> stack;
   auto visit = [&](const Tensor& t) {
-    if (t.requires_grad() && seen.insert(t.node()).second) stack.emplace_back(t, 0);
+    if (t.requires_grad() && seen.insert(t.node())) stack.emplace_back(t, 0);
   };
   for (const auto& out : outputs) {  // one at a time: outputs may feed each other
     visit(out);
@@ -105,23 +106,30 @@ void check_input_versions(const Node& n) {
   }
 }
 
-// Runs the reverse walk and returns the cotangent of every node reached.
-std::unordered_map<Node*, Tensor> propagate(const std::vector<Tensor>& outputs,
-                                            const std::vector<Tensor>& seeds,
-                                            std::vector<Tensor>& order, Stops stop = {}) {
+// Cotangents by node (an undefined tensor: none, or dropped).
+using Cotangents = NodeMap<Tensor>;
+
+const Tensor* cotangent(const Cotangents& cot, const Node* n) {
+  const Tensor* c = cot.find(n);
+  return c && c->defined() ? c : nullptr;
+}
+
+// Runs the reverse walk and leaves in `cot` the cotangent of every node
+// reached where the walk stops.
+void propagate(const std::vector<Tensor>& outputs, const std::vector<Tensor>& seeds,
+               std::vector<Tensor>& order, Cotangents& cot, Stops stop = {}) {
   NoGradGuard no_grad;  // gradient graphs are not differentiated again
   AutocastGuard no_autocast(std::nullopt);  // vjps keep the forward's dtypes
-  std::unordered_map<Node*, Tensor> cot;
   auto accumulate = [&cot](Node* n, const Tensor& g) {
-    auto [it, fresh] = cot.try_emplace(n, g);
-    if (!fresh) it->second = add(it->second, g);
+    auto [c, fresh] = cot.insert(n, g);
+    if (!fresh) *c = c->defined() ? add(*c, g) : g;
   };
   for (size_t i = 0; i < outputs.size(); ++i) accumulate(outputs[i].node(), seeds[i]);
   order = backward_order(outputs, stop);
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node* n = it->node();
-    auto c = cot.find(n);
-    if (stop(n) || c == cot.end()) continue;
+    Tensor* c = cot.find(n);
+    if (stop(n) || !c || !c->defined()) continue;
     if (!n->prim || n->graph_released) {
       throw RuntimeError(errmsg("backward", "the graph was already released by an earlier "
                                             "backward(); pass retain_graph=True to backward "
@@ -132,7 +140,7 @@ std::unordered_map<Node*, Tensor> propagate(const std::vector<Tensor>& outputs,
     for (size_t i = 0; i < n->inputs.size(); ++i) {
       if (n->inputs[i].requires_grad()) argnums.push_back(static_cast<int>(i));
     }
-    std::vector<Tensor> grads = n->prim->vjp(n->inputs, c->second, *it, argnums);
+    std::vector<Tensor> grads = n->prim->vjp(n->inputs, *c, *it, argnums);
     for (size_t k = 0; k < argnums.size(); ++k) {
       const Tensor& in = n->inputs[argnums[k]];
       Tensor g = grads.at(k);
@@ -143,9 +151,8 @@ std::unordered_map<Node*, Tensor> propagate(const std::vector<Tensor>& outputs,
       }
       accumulate(in.node(), astype(g, in.dtype()));
     }
-    cot.erase(n);  // intermediate cotangents die as we go
+    *cot.find(n) = Tensor();  // intermediate cotangents die as we go (c may have moved)
   }
-  return cot;
 }
 
 // ---- post-accumulate-grad hooks ----
@@ -241,21 +248,21 @@ void backward(const Tensor& output, const std::optional<Tensor>& gradient, bool 
   std::vector<Tensor> seeds = make_seeds(outputs, given, "backward");
   std::unique_lock<std::recursive_mutex> lock(g_autograd_mu);
   std::vector<Tensor> order;
-  auto cot = propagate(outputs, seeds, order);
   std::vector<Tensor> updated, leaves;
   {
+    Cotangents cot;
+    propagate(outputs, seeds, order, cot);
     NoGradGuard no_grad;
     for (Tensor& t : order) {
-      auto c = cot.find(t.node());
-      if (!t.node()->grad_leaf || c == cot.end()) continue;
+      const Tensor* c = cotangent(cot, t.node());
+      if (!t.node()->grad_leaf || !c) continue;
       Tensor g = t.grad();
-      Tensor sum = g.defined() ? add(g, c->second) : c->second;
+      Tensor sum = g.defined() ? add(g, *c) : *c;
       t.set_grad(sum);
       updated.push_back(sum);
       leaves.push_back(t);
     }
-  }
-  cot.clear();
+  }  // the cotangents go before the evaluation
   lock.unlock();  // evaluation is safe to share; a later backward adds onto these lazily
   eval_grads_and_call_hooks(order, leaves, updated);
   if (retain_graph) return;
@@ -313,16 +320,16 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
   std::unordered_set<Node*> stops;
   for (const auto& x : inputs) stops.insert(x.node());
   std::vector<Tensor> order;
-  std::unordered_map<Node*, Tensor> cot;
+  Cotangents cot;
   {
     std::lock_guard<std::recursive_mutex> lock(g_autograd_mu);
-    cot = propagate(outputs, seeds, order, Stops{&stops});
+    propagate(outputs, seeds, order, cot, Stops{&stops});
   }
   std::vector<Tensor> result;
   NoGradGuard no_grad;
   for (const auto& x : inputs) {
-    auto c = cot.find(x.node());
-    result.push_back(c != cot.end() ? c->second : zeros(x.shape(), x.dtype(), x.device()));
+    const Tensor* c = cotangent(cot, x.node());
+    result.push_back(c ? *c : zeros(x.shape(), x.dtype(), x.device()));
   }
   return result;
 }

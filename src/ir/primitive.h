@@ -75,6 +75,11 @@ class Primitive {
   virtual void eval_cpu(const std::vector<Tensor>& inputs, Tensor& out) = 0;
   virtual void eval_gpu(const std::vector<Tensor>& inputs, Tensor& out) = 0;
   virtual bool is_view() const { return false; }
+  // The class, for the few the fusion pass groups: it sorts every node of
+  // every evaluation, and a virtual call is cheaper than a dynamic_cast
+  // chain (a type-name comparison per miss).
+  enum class Family : uint8_t { Other, Full, Unary, Binary, Where, AsType, Reduce };
+  virtual Family family() const { return Family::Other; }
   // The input whose buffer the output may take over (an in-place write),
   // or -1. The eval loop donates it only when nothing else can observe the
   // input afterwards (see donated_buffer in runtime/eval.cc); the primitive

@@ -46,6 +46,7 @@ class Full : public Primitive {
  public:
   explicit Full(double v) : value(v) {}
   const char* name() const override { return "full"; }
+  Family family() const override { return Family::Full; }
   PF_PARAMS(value)
   PF_EVAL_DECLS
   // Full ignores its inputs when it has any: an op whose result is a
@@ -99,6 +100,7 @@ class Unary : public Primitive {
  public:
   explicit Unary(UnaryOp o) : op(o) {}
   const char* name() const override { return unary_name(op); }
+  Family family() const override { return Family::Unary; }
   PF_PARAMS(op)
   PF_EVAL_DECLS
   PF_VJP_DECL
@@ -121,6 +123,7 @@ class Binary : public Primitive {
   explicit Binary(BinaryOp o) : op(o) {}
   Binary(BinaryOp o, int side, double value) : op(o), scalar_side(side), scalar(value) {}
   const char* name() const override { return binary_name(op); }
+  Family family() const override { return Family::Binary; }
   PF_PARAMS(op, scalar_side, scalar)
   PF_EVAL_DECLS
   PF_VJP_DECL
@@ -134,6 +137,7 @@ class Binary : public Primitive {
 class Where : public Primitive {
  public:
   const char* name() const override { return "where"; }
+  Family family() const override { return Family::Where; }
   PF_NO_PARAMS
   PF_EVAL_DECLS
   PF_VJP_DECL
@@ -143,6 +147,7 @@ class Where : public Primitive {
 class AsType : public Primitive {
  public:
   const char* name() const override { return "astype"; }
+  Family family() const override { return Family::AsType; }
   PF_NO_PARAMS
   PF_EVAL_DECLS
   PF_VJP_DECL
@@ -165,6 +170,7 @@ class Reduce : public Primitive {
  public:
   Reduce(ReduceOp o, std::vector<int> ax) : op(o), axes(std::move(ax)) {}
   const char* name() const override;
+  Family family() const override { return Family::Reduce; }
   PF_PARAMS(op, axes)
   PF_EVAL_DECLS
   PF_VJP_DECL

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "ir/node_map.h"
 #include "ir/passes/fuse.h"
 #include "ir/primitive.h"
 #include "runtime/allocator.h"
@@ -49,11 +50,11 @@ void set_state(Node* n, NodeState s) {
 // claimed node made with data is just marked done.
 Claims claim_order(const std::vector<Tensor>& outputs) {
   Claims c;
-  std::unordered_set<Node*> seen;
+  NodeSet seen;
   std::vector<std::pair<std::shared_ptr<Node>, size_t>> stack;
   auto visit = [&](const std::shared_ptr<Node>& ptr) {
     Node* n = ptr.get();
-    if (!seen.insert(n).second) return;
+    if (!seen.insert(n)) return;
     NodeState s = NodeState::Pending;
     if (n->state.compare_exchange_strong(s, NodeState::Running, std::memory_order_acquire)) {
       if (n->buffer) {
@@ -186,13 +187,16 @@ void eval_region(const FusedRegion& r) {
   }
 }
 
-// The fusion plan of the order (holding each node only while planning).
+// The fusion plan of the order, indexed as the order (holding each node
+// only while planning). Every claimed node is alive here (the outputs hold
+// them); if one were not, the evaluation would simply run unfused.
 fuse::Plan make_plan(const std::vector<NodeRef>& order) {
-  if (!fuse::enabled()) return {};
+  if (!fuse::enabled() || order.size() < 2) return {};
   std::vector<std::shared_ptr<Node>> nodes;
   nodes.reserve(order.size());
   for (const NodeRef& ref : order) {
-    if (auto n = ref.lock()) nodes.push_back(std::move(n));
+    nodes.push_back(ref.lock());
+    if (!nodes.back()) return {};
   }
   return fuse::plan(nodes);
 }
@@ -251,14 +255,15 @@ void run(const std::vector<NodeRef>& order) {
     }
   };
   try {
-    for (const NodeRef& ref : order) {
-      std::shared_ptr<Node> n = ref.lock();
-      if (!n || plan.replaced.count(n.get())) continue;
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (plan.is_replaced(i)) continue;
+      std::shared_ptr<Node> n = order[i].lock();
+      if (!n) continue;
       if (!n->prim) throw RuntimeError("[eval] leaf tensor without data");
       const size_t checks = gpu.checks_made();
-      const auto region = plan.root.find(n.get());
-      if (region != plan.root.end()) {
-        eval_region(plan.regions[region->second]);
+      const int region = plan.region_at(i);
+      if (region >= 0) {
+        eval_region(plan.regions[region]);
       } else {
         eval_node(n.get());
       }
@@ -266,8 +271,8 @@ void run(const std::vector<NodeRef>& order) {
       if (made_check || !unchecked.nodes.empty()) {
         // A region's members (inputs first, the output last) carry the
         // check from its loads to its output.
-        if (region != plan.root.end()) {
-          const FusedRegion& r = plan.regions[region->second];
+        if (region >= 0) {
+          const FusedRegion& r = plan.regions[region];
           for (Node* m : r.members) unchecked.note(m, made_check);
           if (r.reduce) unchecked.note(n.get(), made_check);  // the reduction after its prologue
         } else {

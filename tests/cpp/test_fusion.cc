@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "ir/node_map.h"
 #include "ir/passes/fuse.h"
 #include "pyflame/fusion.h"
 #include "pyflame/ops.h"
@@ -73,4 +74,56 @@ TEST(Fusion, GeneratedSourceIsKeyedByPatternNotValues) {
   ASSERT_EQ(s2.size(), 1u);
   EXPECT_EQ(s1[0].first, s2[0].first);
   EXPECT_NE(s1[0].second.find("extern \"C\" __global__"), std::string::npos);
+}
+
+// The plan's node map: open addressing, inline first, then on the heap.
+TEST(Fusion, NodeMapFindsWhatItHoldsAcrossGrowth) {
+  std::vector<int> keys(1000);
+  NodeMap<int> m;
+  for (int i = 0; i < 1000; ++i) {
+    auto [v, added] = m.insert(&keys[i], i);
+    EXPECT_TRUE(added);
+    EXPECT_EQ(*v, i);
+  }
+  EXPECT_FALSE(m.insert(&keys[7], -1).second);  // present: kept as it was
+  EXPECT_EQ(m.size(), 1000u);
+  for (int i = 0; i < 1000; ++i) ASSERT_NE(m.find(&keys[i]), nullptr) << i;
+  for (int i = 0; i < 1000; ++i) EXPECT_EQ(*m.find(&keys[i]), i);
+  int other = 0;
+  EXPECT_EQ(m.find(&other), nullptr);
+  NodeMap<int> r;
+  r.reserve(300);
+  for (int i = 0; i < 300; ++i) r[&keys[i]] = i + 1;
+  for (int i = 0; i < 300; ++i) EXPECT_EQ(*r.find(&keys[i]), i + 1);
+  NodeSet s;
+  EXPECT_TRUE(s.insert(&keys[1]));
+  EXPECT_FALSE(s.insert(&keys[1]));
+  EXPECT_TRUE(s.contains(&keys[1]));
+  EXPECT_FALSE(s.contains(&keys[2]));
+}
+
+// A graph longer than a region (48 ops) and than the map's inline slots:
+// several regions, values stored for a later region, all equal to unfused.
+TEST(Fusion, LongGraphSplitsIntoRegionsAndMatchesUnfused) {
+  FusionOn on;
+  std::vector<float> xs(64);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(float(i));
+  Tensor x = Tensor::from_host(xs.data(), {64}, Dtype::Float32);
+  auto graph = [&] {
+    Tensor y = x, mid;
+    for (int i = 0; i < 120; ++i) {
+      y = add(mul(y, scalar(0.5, Dtype::Float32)), x);
+      if (i == 40) mid = y;
+    }
+    return std::vector<Tensor>{add(y, mid), mid};
+  };
+  reset_fusion_stats();
+  std::vector<Tensor> fused = graph();
+  eval(fused);
+  EXPECT_GE(fusion_stats().regions, 5u);
+  set_fusion(false);
+  std::vector<Tensor> plain = graph();
+  eval(plain);
+  EXPECT_EQ(bits(fused[0]), bits(plain[0]));
+  EXPECT_EQ(bits(fused[1]), bits(plain[1]));
 }

@@ -65,8 +65,14 @@ def __dir__():
 def linear(input, weight, bias=None):  # noqa: A002  (torch's argument name)
     """``input @ weight.T + bias`` with weight of shape (out_features,
     in_features) and bias (out_features,); input (..., in_features)."""
-    input, weight, bias = (a.data if isinstance(a, Parameter) else a
-                           for a in (input, weight, bias))
+    # Parameter records to their tensors (explicit tests: called per layer
+    # per step, where a generator costs more than the checks).
+    if isinstance(input, Parameter):
+        input = input.data
+    if isinstance(weight, Parameter):
+        weight = weight.data
+    if isinstance(bias, Parameter):
+        bias = bias.data
     if bias is not None:
         bias = _tensor_arg(bias, "bias", "linear")
     if not isinstance(weight, _core.Tensor) or weight.ndim != 2:
@@ -77,7 +83,9 @@ def linear(input, weight, bias=None):  # noqa: A002  (torch's argument name)
         if input.ndim == 0 or input.shape[-1] != weight.shape[1]:
             raise ValueError(f"[linear] input of shape {tuple(input.shape)} does not end in "
                              f"in_features={weight.shape[1]} (weight {tuple(weight.shape)})")
-    out = _core.matmul(input, weight.T)
+    # _core.transpose, not weight.T: the transposed weight is internal, not a
+    # view anyone can write through, so it needs no tracking (_inplace.py).
+    out = _core.matmul(input, _core.transpose(weight, None))
     if bias is not None:
         if out.dtype != bias.dtype and _core._autocast_dtype() is not None:
             bias = bias.astype(out.dtype)  # autocast: the bias joins the low-precision output

@@ -228,11 +228,16 @@ struct Tape {
     }
   }
 
-  // One thread's working memory: a block per step.
+  // One thread's working memory: a block of `block` elements per step, left
+  // uninitialized (every step writes its block before any step reads it),
+  // and no larger than the index space: a 16-element region takes a few
+  // hundred bytes, not a zeroed 32 KiB per step.
   struct Scratch {
-    std::vector<int64_t> blocks;  // 8 bytes per element covers every arithmetic type
+    std::unique_ptr<int64_t[]> blocks;  // 8 bytes per element covers every arithmetic type
+    int64_t block;
     std::vector<Val> v;
-    explicit Scratch(size_t ns) : blocks(ns * kBlock), v(ns) {}
+    Scratch(size_t ns, int64_t block_elems)
+        : blocks(new int64_t[ns * static_cast<size_t>(block_elems)]), block(block_elems), v(ns) {}
   };
 
   // Runs every step over [start, start + n); the last step writes into
@@ -240,7 +245,7 @@ struct Tape {
   void run(int64_t start, int64_t n, Scratch& w, void* direct) const {
     const size_t ns = r.steps.size();
     for (size_t i = 0; i < ns; ++i) {
-      void* buf = w.blocks.data() + i * kBlock;
+      void* buf = w.blocks.get() + i * w.block;
       if (i == ns - 1 && direct && r.steps[i].kind != Kind::Load && r.steps[i].kind != Kind::Scalar) buf = direct;
       w.v[i] = run_step(r.steps[i], w.v, loads, scalars, dt, start, n, buf);
     }
@@ -253,13 +258,16 @@ void reduce_fused_cpu(const Tape& tape, Tensor& out) {
   const FusedRegion& r = tape.r;
   const Dtype t = r.steps.back().dtype;
   const int nt = omp_get_max_threads();
+  // A source block holds at most kSourceBlock of the region's elements.
+  static_assert(cpu::kSourceBlock <= kBlock);
+  const int64_t block = std::min<int64_t>(kBlock, std::max<int64_t>(1, shape_size(r.shape)));
   std::vector<std::unique_ptr<Tape::Scratch>> work(nt);
   std::vector<std::vector<int64_t>> vals(nt);
   cpu::reduce_source(r.reduce_op, t, r.shape, r.reduce_axes, [&](int64_t start, int64_t n) -> const void* {
     const int k = omp_get_thread_num();
     if (!work[k]) {
-      work[k] = std::make_unique<Tape::Scratch>(r.steps.size());
-      vals[k].resize(kBlock);
+      work[k] = std::make_unique<Tape::Scratch>(r.steps.size(), block);
+      vals[k].resize(block);
     }
     tape.run(start, n, *work[k], nullptr);
     const Val& v = work[k]->v.back();
@@ -289,7 +297,7 @@ void eval_fused_cpu(const FusedRegion& r, const std::vector<Tensor>& in, std::ve
   const bool out_direct = od != Dtype::Float16 && od != Dtype::BFloat16;
   char* out_base = static_cast<char*>(outs.back().raw_data());
   cpu::parallel_for(outs.back().size(), cpu::kGrain, [&](int64_t begin, int64_t end) {
-    Tape::Scratch w(r.steps.size());
+    Tape::Scratch w(r.steps.size(), std::min(kBlock, end - begin));
     for (int64_t start = begin; start < end; start += kBlock) {
       const int64_t n = std::min(kBlock, end - start);
       // The output step writes straight into the result when it can.

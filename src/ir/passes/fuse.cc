@@ -7,11 +7,9 @@
 #include "ir/passes/fuse.h"
 
 #include <algorithm>
-#include <map>
-#include <set>
-#include <tuple>
 #include <sstream>
 
+#include "ir/node_map.h"
 #include "ir/passes/fuse_source.h"
 #include "pyflame/fusion.h"
 #include "runtime/settings.h"
@@ -89,6 +87,14 @@ constexpr int kMaxOutputs = 8; // values stored per region, the output included
 std::atomic<bool> g_enabled{settings::fusion()};
 std::atomic<bool> g_gpu{settings::fusion_gpu()};
 
+// p as a T when its family says it is one (no dynamic_cast: see
+// Primitive::family).
+template <class T>
+const T* as(const Primitive* p, Primitive::Family f) {
+  return p && p->family() == f ? static_cast<const T*>(p) : nullptr;
+}
+using F = Primitive::Family;
+
 // Elementwise primitives a region can compute, with the same errors left to
 // the unfused kernels (integer pow checks its exponents; unary ops reject
 // some dtypes).
@@ -96,15 +102,15 @@ bool computable(const Node* n) {
   const Primitive* p = n->prim.get();
   if (!p || n->buffer) return false;
   if (!n->device.is_cpu() && !g_gpu.load(std::memory_order_relaxed)) return false;
-  if (auto* u = dynamic_cast<const Unary*>(p)) {
+  if (auto* u = as<Unary>(p, F::Unary)) {
     if (n->dtype == Dtype::Bool) return false;
     return !is_integral(n->dtype) || u->op == UnaryOp::Neg || u->op == UnaryOp::Abs || u->op == UnaryOp::Relu;
   }
-  if (auto* b = dynamic_cast<const Binary*>(p)) {
+  if (auto* b = as<Binary>(p, F::Binary)) {
     const Dtype t = n->inputs[0].dtype();
     return !(b->op == BinaryOp::Pow && is_integral(t) && t != Dtype::Bool);
   }
-  return dynamic_cast<const Where*>(p) || dynamic_cast<const AsType*>(p);
+  return p->family() == F::Where || p->family() == F::AsType;
 }
 
 // Reductions a region may end in on this device: the elements of each
@@ -129,36 +135,73 @@ bool anchor_dtype(Dtype t, const Device& d) {
 // The value of a constant: a Full without inputs, seen through any views.
 const Node* constant_of(const Node* n) {
   while (n->prim && n->prim->is_view() && !n->buffer) n = n->inputs[0].node();
-  if (n->buffer || n->inputs.size() || !dynamic_cast<const Full*>(n->prim.get())) return nullptr;
+  if (n->buffer || n->inputs.size() || !as<Full>(n->prim.get(), F::Full)) return nullptr;
   return n;
 }
 
-// What a load reads: the node owning the memory (through views) and the
-// layout. Two views with the same key read the same values.
-using LoadKey = std::tuple<const Node*, int64_t, Strides, Dtype>;
-LoadKey load_key(const Node* p) {
-  const Node* base = p;
-  while (base->prim && base->prim->is_view() && !base->inputs.empty()) base = base->inputs[0].node();
-  return {base, p->offset, p->strides, p->dtype};
+// The node owning the memory a load reads (through views).
+const Node* load_base(const Node* p) {
+  while (p->prim && p->prim->is_view() && !p->inputs.empty()) p = p->inputs[0].node();
+  return p;
+}
+// Whether two loads read the same values: the same memory, layout and
+// dtype (two views of one buffer are one load).
+bool same_load(const Node* a, const Node* b) {
+  return a == b || (a->offset == b->offset && a->dtype == b->dtype && a->strides == b->strides &&
+                    load_base(a) == load_base(b));
 }
 
 struct Builder {
   const std::vector<std::shared_ptr<Node>>& order;
-  std::unordered_map<const Node*, int> pos;  // position in the order
-  std::unordered_map<const Node*, std::vector<const Node*>> consumers;  // within the order
-  // Where each node already placed is evaluated: a region's members at its
-  // output's position, anything else at its own.
-  std::unordered_map<const Node*, int> at;
+  // Per node of the order, by position. Flat arrays and one pointer map:
+  // the plan runs on every evaluation (eager code, each compiled call).
+  NodeMap<int> pos;  // position in the order
+  // Consumers within the order of the node at position i:
+  // cons[i ? cons_end[i - 1] : 0 .. cons_end[i]).
+  std::vector<int> cons_end, cons;
+  struct Info {
+    int at = -1;  // where it is evaluated once placed (-1: not yet): a
+                  // region's members at its output's position, else its own
+    char taken = 0, comp = 0;  // comp: computable()
+  };
+  std::vector<Info> info;
   Plan plan;
-  std::unordered_set<const Node*> taken;
   bool interior_only = false;  // growing a reduction's prologue: nothing stored
 
-  explicit Builder(const std::vector<std::shared_ptr<Node>>& o) : order(o) {
-    for (size_t i = 0; i < o.size(); ++i) {
-      pos[o[i].get()] = int(i);
-      for (const Tensor& t : o[i]->inputs) consumers[t.node()].push_back(o[i].get());
+  explicit Builder(const std::vector<std::shared_ptr<Node>>& o) : order(o), cons_end(o.size(), 0), info(o.size()) {
+    const size_t n = o.size();
+    plan.root.assign(n, -1);
+    plan.replaced.assign(n, 0);
+    pos.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      pos.insert(o[i].get(), int(i));
+      info[i].comp = computable(o[i].get());
     }
+    // Counts, prefix sums (cons_end[p]: where p's range ends), then each
+    // consumer placed backwards from its range's end, which leaves
+    // cons_end[p] at p's start; shifted back to ends below.
+    for (size_t i = 0; i < n; ++i) {
+      for (const Tensor& t : o[i]->inputs) {
+        if (const int* p = pos.find(t.node())) ++cons_end[*p];
+      }
+    }
+    int total = 0;
+    for (size_t i = 0; i < n; ++i) cons_end[i] = total += cons_end[i];
+    cons.resize(total);
+    for (size_t i = n; i-- > 0;) {
+      for (const Tensor& t : o[i]->inputs) {
+        if (const int* p = pos.find(t.node())) cons[--cons_end[*p]] = int(i);
+      }
+    }
+    for (size_t i = 0; i < n; ++i) cons_end[i] = i + 1 < n ? cons_end[i + 1] : total;
   }
+
+  int pos_of(const Node* n) const { return *pos.find(n); }  // n is in the order
+  int pos_or(const Node* n) const {  // -1 outside the order
+    const int* p = pos.find(n);
+    return p ? *p : -1;
+  }
+  static bool has(const std::vector<Node*>& v, const Node* n) { return std::find(v.begin(), v.end(), n) != v.end(); }
 
   // References to n from outside `members`: all of its holders but the
   // order's own one and the members' input slots.
@@ -177,41 +220,57 @@ struct Builder {
   // this evaluation runs after the region (at the output's position); holders
   // outside the evaluation (user handles, later graphs) read it afterwards.
   Join joins(const std::shared_ptr<Node>& p, const Node* root, const std::vector<Node*>& members) const {
-    if (!pos.count(p.get()) || taken.count(p.get()) || !computable(p.get()) || p->requires_grad ||
-        p->shape != root->shape || p->device != root->device) {
+    const int pp = pos_or(p.get());
+    if (pp < 0 || info[pp].taken || !info[pp].comp || p->requires_grad || p->shape != root->shape ||
+        p->device != root->device) {
       return Join::No;
     }
     if (outside_refs(p, members) == 0) return Join::Interior;
     if (interior_only) return Join::No;
-    const int root_at = pos.at(root);
-    if (auto it = consumers.find(p.get()); it != consumers.end()) {
-      for (const Node* c : it->second) {
-        if (std::find(members.begin(), members.end(), c) != members.end()) continue;
-        // Nodes after the output were all placed already; an unplaced one
-        // before it runs before the region.
-        auto a = at.find(c);
-        const int c_at = a != at.end() ? a->second : pos.at(c);
-        if (c_at <= root_at) return Join::No;
-      }
+    const int root_at = pos_of(root);
+    for (int k = pp ? cons_end[pp - 1] : 0; k < cons_end[pp]; ++k) {
+      const int c = cons[k];
+      if (has(members, order[c].get())) continue;
+      // Nodes after the output were all placed already; an unplaced one
+      // before it runs before the region.
+      const int c_at = info[c].at >= 0 ? info[c].at : c;
+      if (c_at <= root_at) return Join::No;
     }
     return Join::Output;
   }
 
-  // Distinct external inputs of the members (constants aside).
+  // Distinct external inputs of the members (constants aside). Called for
+  // every candidate while a region grows: linear scans over a few dozen
+  // members and loads, no hashing or allocation.
   static int count_loads(const std::vector<Node*>& members) {
-    std::unordered_set<const Node*> in(members.begin(), members.end());
-    std::set<LoadKey> keys;
+    const Node* loads[kMaxLoads + 1];
+    int n = 0;
     for (const Node* m : members) {
       for (const Tensor& t : m->inputs) {
-        if (!in.count(t.node()) && !constant_of(t.node())) keys.insert(load_key(t.node()));
+        const Node* p = t.node();
+        if (has(members, p) || constant_of(p)) continue;
+        if (std::none_of(loads, loads + n, [&](const Node* q) { return same_load(p, q); })) {
+          if (n == kMaxLoads) return n + 1;  // over: the exact count does not matter
+          loads[n++] = p;
+        }
       }
     }
-    return int(keys.size());
+    return n;
   }
 
-  // The region's members; `stored` gets those also needed outside.
-  std::vector<Node*> grow(Node* root, std::unordered_set<const Node*>& stored) {
-    std::vector<Node*> members{root};
+  void sort_by_pos(std::vector<Node*>& v) const {
+    std::sort(v.begin(), v.end(), [&](Node* a, Node* b) { return pos_of(a) < pos_of(b); });
+  }
+
+  // Scratch of grow(), reused: most nodes tried form no region.
+  std::vector<Node*> members_, stored_;
+
+  // The region's members (members_); `stored` (stored_) gets those also
+  // needed outside.
+  std::vector<Node*>& grow(Node* root, std::vector<Node*>& stored) {
+    std::vector<Node*>& members = members_;
+    members.assign(1, root);
+    stored.clear();
     for (bool changed = !root->requires_grad; changed && int(members.size()) < kMaxOps;) {
       changed = false;
       for (size_t i = 0; i < members.size() && int(members.size()) < kMaxOps; ++i) {
@@ -224,27 +283,29 @@ struct Builder {
             members.pop_back();
             continue;
           }
-          if (j == Join::Output) stored.insert(p.get());
-          taken.insert(p.get());
+          if (j == Join::Output) stored.push_back(p.get());
+          info[pos_of(p.get())].taken = 1;
           changed = true;
           if (int(members.size()) == kMaxOps) break;
         }
       }
     }
-    std::sort(members.begin(), members.end(), [&](Node* a, Node* b) { return pos.at(a) < pos.at(b); });
+    sort_by_pos(members);
     return members;
   }
 
   // Marks a constant's view chain replaced while each link is held only by
   // the one before it (else the link is evaluated as usual).
   void replace_chain(const std::shared_ptr<Node>& head, FusedRegion& r) {
-    if (!pos.count(head.get()) || plan.replaced.count(head.get()) || outside_refs(head, r.members) != 0) return;
-    plan.replaced.insert(head.get());
+    const int hp = pos_or(head.get());
+    if (hp < 0 || plan.replaced[hp] || outside_refs(head, r.members) != 0) return;
+    plan.replaced[hp] = 1;
     r.unfused_order.push_back(head.get());
     for (const std::shared_ptr<Node>* n = &head; (*n)->prim && (*n)->prim->is_view();) {
       const std::shared_ptr<Node>& next = (*n)->inputs[0].node_ptr();
-      if (!pos.count(next.get()) || next.use_count() - 1 != 1) return;
-      plan.replaced.insert(next.get());
+      const int np = pos_or(next.get());
+      if (np < 0 || next.use_count() - 1 != 1) return;
+      plan.replaced[np] = 1;
       r.unfused_order.push_back(next.get());
       n = &next;
     }
@@ -258,8 +319,12 @@ struct Builder {
     r.shape = members.back()->shape;
     r.device = members.back()->device;
     r.members = members;
-    std::unordered_map<const Node*, int> step_of;
-    std::map<LoadKey, int> load_step;
+    // At most three operands per member: room for every step up front.
+    r.steps.reserve(4 * members.size());
+    r.loads.reserve(kMaxLoads + 1);
+    NodeMap<int> step_of;
+    std::vector<std::pair<const Node*, int>> load_step;  // a load's node (one per load key) and step
+    load_step.reserve(kMaxLoads + 1);
     // A number (a Full's value or a Binary's scalar operand): a kernel
     // argument, never part of the generated source.
     auto scalar = [&](double v, Dtype t) {
@@ -273,20 +338,20 @@ struct Builder {
     };
     auto operand = [&](const Tensor& t) {
       const Node* p = t.node();
-      if (auto it = step_of.find(p); it != step_of.end()) return it->second;
+      if (const int* st = step_of.find(p)) return *st;
       FusedStep s;
       s.dtype = p->dtype;
       if (const Node* c = constant_of(p)) {
         constants.push_back(t.node_ptr());
         return step_of[p] = scalar(static_cast<const Full*>(c->prim.get())->value, p->dtype);
-      } else if (auto it = load_step.find(load_key(p)); it != load_step.end()) {
-        return step_of[p] = it->second;  // the same memory through another view node
-      } else {
-        s.kind = FusedStep::Kind::Load;
-        s.slot = int(r.loads.size());
-        r.loads.push_back(t.node());
-        load_step[load_key(p)] = int(r.steps.size());
       }
+      for (const auto& [q, k] : load_step) {
+        if (same_load(p, q)) return step_of[p] = k;  // the same memory through another view node
+      }
+      s.kind = FusedStep::Kind::Load;
+      s.slot = int(r.loads.size());
+      r.loads.push_back(t.node());
+      load_step.emplace_back(p, int(r.steps.size()));
       r.steps.push_back(s);
       return step_of[p] = int(r.steps.size()) - 1;
     };
@@ -294,10 +359,10 @@ struct Builder {
       FusedStep s;
       s.dtype = m->dtype;
       const Primitive* p = m->prim.get();
-      if (auto* u = dynamic_cast<const Unary*>(p)) {
+      if (auto* u = as<Unary>(p, F::Unary)) {
         s.kind = FusedStep::Kind::Unary;
         s.op = uint8_t(u->op);
-      } else if (auto* b = dynamic_cast<const Binary*>(p)) {
+      } else if (auto* b = as<Binary>(p, F::Binary)) {
         s.kind = FusedStep::Kind::Binary;
         s.op = uint8_t(b->op);
         if (b->has_scalar()) {  // the number becomes a scalar slot on its side
@@ -309,7 +374,7 @@ struct Builder {
           step_of[m] = int(r.steps.size()) - 1;
           continue;
         }
-      } else if (dynamic_cast<const Where*>(p)) {
+      } else if (p->family() == F::Where) {
         s.kind = FusedStep::Kind::Where;
       } else {
         s.kind = FusedStep::Kind::Cast;
@@ -320,7 +385,7 @@ struct Builder {
       r.steps.push_back(s);
       step_of[m] = int(r.steps.size()) - 1;
     }
-    for (const Node* m : members) steps.push_back(step_of.at(m));
+    for (const Node* m : members) steps.push_back(*step_of.find(m));
     return r;
   }
 
@@ -328,11 +393,12 @@ struct Builder {
   // only holder is the reduction, and the reduction's layout is one the
   // fused kernels read in the unfused order.
   Node* prologue(Node* n) const {
-    const auto* red = dynamic_cast<const Reduce*>(n->prim.get());
+    const auto* red = as<Reduce>(n->prim.get(), F::Reduce);
     if (!red || red->op == ReduceOp::Prod || n->buffer || n->requires_grad || n->inputs.size() != 1) return nullptr;
     const std::shared_ptr<Node>& p = n->inputs[0].node_ptr();
-    if (!pos.count(p.get()) || taken.count(p.get()) || !computable(p.get()) || p->requires_grad ||
-        p->device != n->device || !anchor_dtype(p->dtype, p->device) || outside_refs(p, {n}) != 0 ||
+    const int pp = pos_or(p.get());
+    if (pp < 0 || info[pp].taken || !info[pp].comp || p->requires_grad || p->device != n->device ||
+        !anchor_dtype(p->dtype, p->device) || outside_refs(p, {n}) != 0 ||
         !anchor_axes(red->axes, int(p->shape.size()), p->device)) {
       return nullptr;
     }
@@ -341,17 +407,18 @@ struct Builder {
 
   // A region computing a reduction's input without writing it.
   void anchor(Node* n, Node* p) {
-    taken.insert(n);
-    taken.insert(p);
-    std::unordered_set<const Node*> stored;
+    const int np = pos_of(n);
+    info[np].taken = 1;
+    info[pos_of(p)].taken = 1;
+    std::vector<Node*>& stored = stored_;
     interior_only = true;
-    std::vector<Node*> members = grow(p, stored);
+    std::vector<Node*>& members = grow(p, stored);
     interior_only = false;
     std::vector<std::shared_ptr<Node>> constants;
     std::vector<int> steps;
     FusedRegion r = tape(members, constants, steps);
     if (int(r.loads.size()) > kMaxLoads) {
-      for (Node* m : members) taken.erase(m);
+      for (Node* m : members) info[pos_of(m)].taken = 0;
       return;
     }
     const auto* red = static_cast<const Reduce*>(n->prim.get());
@@ -361,57 +428,55 @@ struct Builder {
     r.outputs = {n};
     r.output_steps = {int(r.steps.size()) - 1};
     for (Node* m : members) {
-      plan.replaced.insert(m);
-      at[m] = pos.at(n);
+      plan.replaced[pos_of(m)] = 1;
+      info[pos_of(m)].at = np;
     }
     r.unfused_order = members;
     r.unfused_order.push_back(n);
     for (const auto& c : constants) replace_chain(c, r);
-    std::sort(r.unfused_order.begin(), r.unfused_order.end(),
-              [&](Node* a, Node* b) { return pos.at(a) < pos.at(b); });
-    plan.root[n] = int(plan.regions.size());
+    sort_by_pos(r.unfused_order);
+    plan.root[np] = int(plan.regions.size());
     plan.regions.push_back(std::move(r));
   }
 
   void run() {
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-      Node* n = it->get();
-      at.emplace(n, pos.at(n));  // unless a later region took it
-      if (taken.count(n)) continue;
+    for (int i = int(order.size()) - 1; i >= 0; --i) {
+      Node* n = order[i].get();
+      if (info[i].at < 0) info[i].at = i;  // unless a later region took it
+      if (info[i].taken) continue;
       if (Node* p = prologue(n)) {
         anchor(n, p);
         continue;
       }
-      if (!computable(n)) continue;
-      taken.insert(n);
-      std::unordered_set<const Node*> stored;
-      std::vector<Node*> members = grow(n, stored);
+      if (!info[i].comp) continue;
+      info[i].taken = 1;
+      std::vector<Node*>& stored = stored_;
+      std::vector<Node*>& members = grow(n, stored);
       if (members.size() < 2) continue;
       std::vector<std::shared_ptr<Node>> constants;
       std::vector<int> steps;
       FusedRegion r = tape(members, constants, steps);
       if (int(r.loads.size()) > kMaxLoads) {  // rare: give the producers back
         for (Node* m : members) {
-          if (m != n) taken.erase(m);
+          if (m != n) info[pos_of(m)].taken = 0;
         }
         continue;
       }
       for (Node* m : members) {
-        if (m != n) plan.replaced.insert(m);
-        at[m] = pos.at(n);
+        if (m != n) plan.replaced[pos_of(m)] = 1;
+        info[pos_of(m)].at = i;
       }
       // Outputs in tape order, the region's output last.
-      for (size_t i = 0; i < members.size(); ++i) {
-        if (stored.count(members[i]) || members[i] == n) {
-          r.outputs.push_back(members[i]);
-          r.output_steps.push_back(steps[i]);
+      for (size_t k = 0; k < members.size(); ++k) {
+        if (has(stored, members[k]) || members[k] == n) {
+          r.outputs.push_back(members[k]);
+          r.output_steps.push_back(steps[k]);
         }
       }
       r.unfused_order = members;
       for (const auto& c : constants) replace_chain(c, r);
-      std::sort(r.unfused_order.begin(), r.unfused_order.end(),
-                [&](Node* a, Node* b) { return pos.at(a) < pos.at(b); });
-      plan.root[n] = int(plan.regions.size());
+      sort_by_pos(r.unfused_order);
+      plan.root[i] = int(plan.regions.size());
       plan.regions.push_back(std::move(r));
     }
   }
@@ -420,8 +485,13 @@ struct Builder {
 }  // namespace
 
 Plan plan(const std::vector<std::shared_ptr<Node>>& order) {
+  if (order.size() < 2) return {};  // a region takes two nodes at least (eager code: one)
+  // Nothing a region could compute (GPU graphs while GPU fusion is off, a
+  // lone matmul with its views): no maps to build.
+  if (std::none_of(order.begin(), order.end(), [](const auto& n) { return computable(n.get()); })) return {};
   Builder b(order);
   b.run();
+  if (b.plan.regions.empty()) return {};
   return std::move(b.plan);
 }
 
@@ -508,10 +578,11 @@ std::string explain(const std::vector<Tensor>& outputs) {
   fuse::Plan plan = fuse::enabled() ? fuse::plan(order) : fuse::Plan{};
   std::ostringstream os;
   os << "plan: " << order.size() << " pending node(s), fusion " << (fuse::enabled() ? "on" : "off") << "\n";
-  for (const auto& n : order) {
-    if (plan.replaced.count(n.get())) continue;
-    if (auto it = plan.root.find(n.get()); it != plan.root.end()) {
-      const FusedRegion& r = plan.regions[it->second];
+  for (size_t i = 0; i < order.size(); ++i) {
+    const std::shared_ptr<Node>& n = order[i];
+    if (plan.is_replaced(i)) continue;
+    if (const int region = plan.region_at(i); region >= 0) {
+      const FusedRegion& r = plan.regions[region];
       os << "  fused[" << r.ops() << " ops, " << r.loads.size() << " loads, " << r.scalars.size()
          << " scalars" << (r.outputs.size() > 1 ? ", " + std::to_string(r.outputs.size()) + " outputs" : "")
          << "] " << r.describe() << " -> " << dtype_name(n->dtype) << shape_str(n->shape) << " on "

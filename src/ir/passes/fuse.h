@@ -13,12 +13,16 @@
 
 namespace pyflame::fuse {
 
+// Indexed by position in the order the plan was made from (empty vectors:
+// no region).
 struct Plan {
   std::vector<FusedRegion> regions;
-  std::unordered_map<Node*, int> root;  // the region each output node computes
+  std::vector<int> root;  // the region the node at each position is the output of, or -1
   // Nodes a region computes without writing them out: its interior members
   // and the constants it takes as scalars. The eval loop skips them.
-  std::unordered_set<Node*> replaced;
+  std::vector<char> replaced;
+  int region_at(size_t i) const { return root.empty() ? -1 : root[i]; }
+  bool is_replaced(size_t i) const { return !replaced.empty() && replaced[i]; }
 };
 
 // `order`: the pending nodes of one evaluation, inputs first, each held once

@@ -35,7 +35,14 @@ class Linear(Module):
         reset_weight_and_bias(self)
 
     def forward(self, input):  # noqa: A002
-        return F.linear(input, self.weight, self.bias)
+        # The records straight from _parameters (F.linear unwraps them):
+        # attribute access goes through Module.__getattr__, twice per step.
+        p = self._parameters
+        try:
+            weight, bias = p["weight"], p["bias"]
+        except KeyError:  # deleted, or replaced by a property: as attributes
+            weight, bias = self.weight, self.bias
+        return F.linear(input, weight, bias)
 
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "

@@ -276,9 +276,28 @@ class Module:
             yield name, p.data
 
     def parameters(self, recurse=True):
-        """The parameter tensors (the same objects as the module attributes)."""
-        for _, p in self.named_parameters(recurse=recurse):
-            yield p
+        """The parameter tensors (the same objects as the module attributes).
+        The order and de-duplication of named_parameters, without building
+        the names: a training loop asks for them every step."""
+        seen = set()
+        for module in self._module_list() if recurse else (self,):
+            for p in module._parameters.values():
+                if p is not None and id(p) not in seen:
+                    seen.add(id(p))
+                    yield p.data
+
+    def _module_list(self, memo=None, out=None):
+        """named_modules() without the names: this module and every
+        descendant, pre-order, each once."""
+        if memo is None:
+            memo, out = set(), []
+        if id(self) not in memo:
+            memo.add(id(self))
+            out.append(self)
+            for module in self._modules.values():
+                if module is not None:
+                    module._module_list(memo, out)
+        return out
 
     def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
         yield from self._named_members(lambda m: m._buffers.items(), prefix, recurse,
