@@ -48,6 +48,18 @@ bool cpu_baseline_isa() {
   return on;
 }
 
+int cpu_threads() {
+  static const int n = [] {
+    for (const char* name : {"PYFLAME_NUM_THREADS", "OMP_NUM_THREADS"}) {
+      const char* v = std::getenv(name);
+      const int k = v ? std::atoi(v) : 0;  // OMP_NUM_THREADS may list levels: "4,2" gives 4
+      if (k > 0) return k;
+    }
+    return 0;
+  }();
+  return n;
+}
+
 ConvLayout conv_layout() {
   static const ConvLayout layout = [] {
     const char* v = env("PYFLAME_CONV_LAYOUT");

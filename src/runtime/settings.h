@@ -14,6 +14,10 @@
 //                          channel count; default auto (backend/rocm/dnn.h)
 //   PYFLAME_CPU_ISA=sse2   the CPU's vectorized math in its baseline (SSE2)
 //                          build even where AVX2 is there (backend/cpu/vec_math.h)
+//   PYFLAME_NUM_THREADS=n  threads of the CPU kernels; default OMP_NUM_THREADS
+//                          where set, else every core the process may use (not
+//                          OpenMP's current default, which another library in
+//                          the process, PyTorch for one, may have lowered)
 #pragma once
 #include <string>
 
@@ -24,6 +28,8 @@ bool gpu_poison();
 bool fusion();
 bool fusion_gpu();
 bool cpu_baseline_isa();
+// PYFLAME_NUM_THREADS, else OMP_NUM_THREADS; 0 where neither is a positive count.
+int cpu_threads();
 enum class ConvLayout { Auto, Nchw, Nhwc };
 ConvLayout conv_layout();
 // Empty when no directory can be named (no HOME): the disk cache is then off.

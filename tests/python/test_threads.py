@@ -167,3 +167,31 @@ def test_training_steps_from_threads_on_separate_models(device, streams):
     concurrent = run_threads(lambda i: train(100 + i), n=4)
     for s, c in zip(serial, concurrent):
         np.testing.assert_allclose(c, s, rtol=1e-5, atol=1e-6)
+
+
+_THREAD_COUNT_SCRIPT = """
+import ctypes, ctypes.util, numpy as np, pyflame as pf
+omp = ctypes.CDLL(ctypes.util.find_library("gomp") or "libgomp.so.1")
+omp.omp_set_num_threads(1)  # what another library in the process may do (PyTorch does)
+x = np.random.default_rng(0).standard_normal(3_000_003).astype(np.float32)
+t = pf.tensor(x)
+np.testing.assert_allclose(pf.sum(t).item(), x.sum(dtype=np.float64), rtol=1e-4)
+np.testing.assert_allclose((pf.exp(t * 0.1) + 1).sum().item(), (np.exp(x * 0.1) + 1).sum(dtype=np.float64),
+                           rtol=1e-4)
+np.testing.assert_allclose(pf.softmax(t.reshape(3, -1), axis=-1).numpy().sum(axis=-1), np.ones(3), rtol=1e-4)
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("threads", ["1", "3", ""])
+def test_cpu_thread_count_settings(threads):
+    """PYFLAME_NUM_THREADS (more threads than cores too), or by default every
+    core whatever OpenMP's current default is: reductions whose partials are
+    per thread, fused regions and row kernels give the right values."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, PYFLAME_NUM_THREADS=threads)
+    r = subprocess.run([sys.executable, "-c", _THREAD_COUNT_SCRIPT], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]

@@ -257,7 +257,7 @@ struct Tape {
 void reduce_fused_cpu(const Tape& tape, Tensor& out) {
   const FusedRegion& r = tape.r;
   const Dtype t = r.steps.back().dtype;
-  const int nt = omp_get_max_threads();
+  const int nt = cpu::max_threads();
   // A source block holds at most kSourceBlock of the region's elements.
   static_assert(cpu::kSourceBlock <= kBlock);
   const int64_t block = std::min<int64_t>(kBlock, std::max<int64_t>(1, shape_size(r.shape)));

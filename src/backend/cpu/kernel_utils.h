@@ -17,6 +17,7 @@
 #include "core/half.h"
 #include "pyflame/checked.h"
 #include "pyflame/tensor.h"
+#include "runtime/settings.h"
 #include "runtime/allocator.h"
 
 namespace pyflame::cpu {
@@ -45,10 +46,17 @@ void dispatch_float(Dtype t, F&& f) {
   dispatch_float_dtype<half_t, bf16_t>(t, std::forward<F>(f));
 }
 
-// Splits [0, n) over the OpenMP threads when there is enough work.
+// The most threads a CPU kernel uses (settings.h, PYFLAME_NUM_THREADS): an
+// explicit count, else every core, never OpenMP's default of the moment.
+inline int max_threads() {
+  static const int n = settings::cpu_threads() > 0 ? settings::cpu_threads() : std::max(1, omp_get_num_procs());
+  return n;
+}
+
+// Splits [0, n) over up to max_threads() OpenMP threads when there is enough work.
 template <typename F>
 void parallel_for(int64_t n, int64_t grain, F&& f) {
-  int nt = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), n / std::max<int64_t>(grain, 1)));
+  int nt = static_cast<int>(std::min<int64_t>(max_threads(), n / std::max<int64_t>(grain, 1)));
   if (nt <= 1) {
     f(int64_t{0}, n);
     return;

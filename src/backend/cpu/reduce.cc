@@ -165,7 +165,7 @@ void reduce_typed(const Reader& reader, const Shape& shape, const Strides& strid
   }
   if (n_out == 1 && n_in > 2 * cpu::kGrain) {
     // One output: split the reduced range over threads, then combine.
-    int nt = omp_get_max_threads();
+    int nt = cpu::max_threads();
     std::vector<A> part(nt, init());
     std::vector<char> used(nt, 0);
     cpu::parallel_for(n_in, cpu::kGrain, [&](int64_t b, int64_t e) {
