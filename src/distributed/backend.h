@@ -39,6 +39,21 @@ class Transport {
   virtual void host_recv(void* buf, size_t bytes, int src, int tag, const char* fn) = 0;
 };
 
+// A transport whose buffers are host memory: its host exchanges are its own.
+class HostTransport : public Transport {
+ public:
+  bool on_gpu() const override { return false; }
+  void host_all_gather(const void* in, void* out, size_t bytes, const char* fn) override {
+    all_gather(in, out, bytes, fn);
+  }
+  void host_send(const void* buf, size_t bytes, int dst, int tag, const char* fn) override {
+    send(buf, bytes, dst, tag, fn);
+  }
+  void host_recv(void* buf, size_t bytes, int src, int tag, const char* fn) override {
+    recv(buf, bytes, src, tag, fn);
+  }
+};
+
 // MPI (mpi.cc, or no_mpi.cc where the build has no MPI). Initializes MPI once
 // per process; timeout_s bounds every wait.
 std::unique_ptr<Transport> make_mpi_transport(double timeout_s);

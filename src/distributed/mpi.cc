@@ -77,7 +77,7 @@ MPI_Op mpi_op(ReduceOp op, Dtype t) {
   }
 }
 
-class MpiTransport final : public Transport {
+class MpiTransport final : public HostTransport {
  public:
   explicit MpiTransport(double timeout_s) : timeout_(timeout_s) {
     ensure_mpi("init_process_group");
@@ -87,7 +87,6 @@ class MpiTransport final : public Transport {
   std::string name() const override { return "mpi"; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  bool on_gpu() const override { return false; }
 
   void barrier(const char* fn) override {
     run(fn, "MPI_Ibarrier", [&](MPI_Request* r) { return MPI_Ibarrier(MPI_COMM_WORLD, r); });
@@ -125,15 +124,6 @@ class MpiTransport final : public Transport {
   void recv(void* buf, size_t bytes, int src, int tag, const char* fn) override {
     int n = as_count(bytes, fn);
     run(fn, "MPI_Irecv", [&](MPI_Request* r) { return MPI_Irecv(buf, n, MPI_BYTE, src, tag, MPI_COMM_WORLD, r); });
-  }
-  void host_all_gather(const void* in, void* out, size_t bytes, const char* fn) override {
-    all_gather(in, out, bytes, fn);
-  }
-  void host_send(const void* buf, size_t bytes, int dst, int tag, const char* fn) override {
-    send(buf, bytes, dst, tag, fn);
-  }
-  void host_recv(void* buf, size_t bytes, int src, int tag, const char* fn) override {
-    recv(buf, bytes, src, tag, fn);
   }
 
  private:

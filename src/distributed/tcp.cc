@@ -50,7 +50,7 @@ void reduce_into(void* acc, const void* x, size_t n, Dtype dtype, ReduceOp op, c
   throw ValueError(errmsg(fn, std::string("the tcp backend cannot reduce ") + dtype_name(dtype)));
 }
 
-class TcpTransport final : public Transport {
+class TcpTransport final : public HostTransport {
  public:
   TcpTransport(const std::string& addr, int port, int rank, int world, double timeout_s)
       : store_(addr, port, rank == 0, timeout_s, rank, "init_process_group"), rank_(rank), size_(world) {
@@ -60,7 +60,6 @@ class TcpTransport final : public Transport {
   std::string name() const override { return "tcp"; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  bool on_gpu() const override { return false; }
 
   void barrier(const char* fn) override { exchange("", fn); }
   void all_reduce(void* buf, size_t count, Dtype dtype, ReduceOp op, const char* fn) override {
@@ -92,15 +91,6 @@ class TcpTransport final : public Transport {
       throw RuntimeError(errmsg(fn, "rank " + std::to_string(src) + " sent " + std::to_string(v.size()) +
                                         " bytes, expected " + std::to_string(bytes)));
     std::memcpy(buf, v.data(), bytes);
-  }
-  void host_all_gather(const void* in, void* out, size_t bytes, const char* fn) override {
-    all_gather(in, out, bytes, fn);
-  }
-  void host_send(const void* buf, size_t bytes, int dst, int tag, const char* fn) override {
-    send(buf, bytes, dst, tag, fn);
-  }
-  void host_recv(void* buf, size_t bytes, int src, int tag, const char* fn) override {
-    recv(buf, bytes, src, tag, fn);
   }
 
  private:
