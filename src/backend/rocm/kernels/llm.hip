@@ -161,12 +161,33 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(const T* q, con
 // head rows, D == Dv): LPK lanes share a key, one 16-byte load each, so a
 // block has kAttnThreads / LPK keys in flight instead of one per wave. The
 // chunk's scores go to shared memory, then its softmax, then each lane group
-// accumulates its keys' values and the block sums the groups. Writes the
-// chunk's (m, l, acc) for attention_combine, or the row with one chunk.
+// accumulates its keys' values and the block sums the groups. With one
+// chunk it writes the row; else the chunk's (m, l, acc), and the block that
+// finishes a row last merges them (merge_if_last: no combine launch).
 constexpr int kAttnDecodeChunk = 32;
 
+// Merges row r's chunks (m, l, acc per chunk) into its output row, with the
+// block's threads along the head dimension. P is float, or volatile float
+// for partials other blocks of the same launch wrote.
+template <typename T, typename P>
+__device__ void merge_chunks(T* out, P* part_ml, P* part_acc, int64_t r, int64_t chunks, int64_t Dv) {
+  P* ml = part_ml + r * chunks * 2;
+  P* acc = part_acc + r * chunks * Dv;
+  float M = -INFINITY;  // chunks without keys have l == 0 and take no part
+  for (int64_t c = 0; c < chunks; ++c) M = ml[2 * c + 1] != 0.0f ? fmaxf(M, ml[2 * c]) : M;
+  float L = 0.0f;
+  for (int64_t c = 0; c < chunks; ++c) L += ml[2 * c + 1] != 0.0f ? ml[2 * c + 1] * expf(ml[2 * c] - M) : 0.0f;
+  for (int64_t d = threadIdx.x; d < Dv; d += blockDim.x) {
+    float o = 0.0f;
+    for (int64_t c = 0; c < chunks; ++c) {
+      if (ml[2 * c + 1] != 0.0f) o += acc[c * Dv + d] * expf(ml[2 * c] - M);
+    }
+    out[r * Dv + d] = L == 0.0f ? T(0.0f) : T(o / L);
+  }
+}
+
 // The block that finishes a row's last chunk merges the row's chunks (the
-// partials of other blocks are read past L1: volatile after a fence).
+// partials of other blocks are read past L1: volatile, after a fence).
 template <typename T>
 __device__ void merge_if_last(T* out, const AttnParams& p, int64_t r) {
   __shared__ bool last;
@@ -176,19 +197,8 @@ __device__ void merge_if_last(T* out, const AttnParams& p, int64_t r) {
   __syncthreads();
   if (!last) return;
   __threadfence();
-  const volatile float* ml = p.part_ml + r * p.chunks * 2;
-  const volatile float* acc = p.part_acc + r * p.chunks * p.Dv;
-  float M = -INFINITY;  // chunks without keys have l == 0 and take no part
-  for (int64_t c = 0; c < p.chunks; ++c) M = ml[2 * c + 1] != 0.0f ? fmaxf(M, ml[2 * c]) : M;
-  float L = 0.0f;
-  for (int64_t c = 0; c < p.chunks; ++c) L += ml[2 * c + 1] != 0.0f ? ml[2 * c + 1] * expf(ml[2 * c] - M) : 0.0f;
-  for (int64_t d = threadIdx.x; d < p.Dv; d += blockDim.x) {
-    float o = 0.0f;
-    for (int64_t c = 0; c < p.chunks; ++c) {
-      if (ml[2 * c + 1] != 0.0f) o += acc[c * p.Dv + d] * expf(ml[2 * c] - M);
-    }
-    out[r * p.Dv + d] = L == 0.0f ? T(0.0f) : T(o / L);
-  }
+  merge_chunks(out, static_cast<const volatile float*>(p.part_ml), static_cast<const volatile float*>(p.part_acc),
+               r, p.chunks, p.Dv);
 }
 
 template <typename T, int LPK>
@@ -286,21 +296,7 @@ __global__ void __launch_bounds__(kAttnThreads) attention_decode(const T* q, con
 template <typename T>
 __global__ void attention_combine(T* out, const float* part_ml, const float* part_acc, int64_t rows,
                                   int64_t chunks, int64_t Dv) {
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const float* ml = part_ml + r * chunks * 2;
-    float M = -INFINITY;  // chunks without keys have l == 0 and take no part
-    for (int64_t c = 0; c < chunks; ++c) M = ml[2 * c + 1] != 0.0f ? fmaxf(M, ml[2 * c]) : M;
-    float L = 0.0f;
-    for (int64_t c = 0; c < chunks; ++c) L += ml[2 * c + 1] != 0.0f ? ml[2 * c + 1] * expf(ml[2 * c] - M) : 0.0f;
-    const bool empty = L == 0.0f;
-    for (int64_t d = threadIdx.x; d < Dv; d += blockDim.x) {
-      float o = 0.0f;
-      for (int64_t c = 0; c < chunks; ++c) {
-        if (ml[2 * c + 1] != 0.0f) o += part_acc[(r * chunks + c) * Dv + d] * expf(ml[2 * c] - M);
-      }
-      out[r * Dv + d] = empty ? T(0.0f) : T(o / L);
-    }
-  }
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) merge_chunks(out, part_ml, part_acc, r, chunks, Dv);
 }
 
 template <typename T>
