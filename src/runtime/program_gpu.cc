@@ -56,17 +56,23 @@ struct Program::Graph {
 void Program::plan_graph() {
   int device = -1;
   std::string why;
-  auto on_gpu = [&](const Device& d, const std::string& what) {
+  // what() names the value, called only for the first one off the GPU.
+  auto on_gpu = [&](const Device& d, auto&& what) {
     if (!d.is_cpu() && device < 0) device = d.index;
     if (why.empty() && (d.is_cpu() || d.index != device)) {
-      why = what + " lives on " + (d.is_cpu() ? std::string("the CPU") : "another GPU");
+      why = what() + " lives on " + (d.is_cpu() ? std::string("the CPU") : "another GPU");
     }
   };
-  for (size_t i = 0; i < args_.size(); ++i) on_gpu(args_[i].device, "argument " + std::to_string(i));
-  for (size_t i = 0; i < captured_.size(); ++i) {
-    on_gpu(captured_[i].layout.device, "a tensor made outside the function (" + std::to_string(i) + ")");
+  for (size_t i = 0; i < args_.size(); ++i) {
+    on_gpu(args_[i].device, [&] { return "argument " + std::to_string(i); });
   }
-  for (const Step& s : steps_) on_gpu(s.layout.device, std::string("the result of ") + s.prim->name());
+  for (size_t i = 0; i < captured_.size(); ++i) {
+    on_gpu(captured_[i].layout.device,
+           [&] { return "a tensor made outside the function (" + std::to_string(i) + ")"; });
+  }
+  for (const Step& s : steps_) {
+    on_gpu(s.layout.device, [&] { return std::string("the result of ") + s.prim->name(); });
+  }
   if (device < 0 || steps_.empty()) return;  // no GPU work: nothing to capture
   graph_ = std::make_shared<Graph>();
   graph_->device = device;
