@@ -49,7 +49,10 @@ void dispatch_float(Dtype t, F&& f) {
 // The most threads a CPU kernel uses (settings.h, PYFLAME_NUM_THREADS): an
 // explicit count, else every core, never OpenMP's default of the moment.
 inline int max_threads() {
-  static const int n = settings::cpu_threads() > 0 ? settings::cpu_threads() : std::max(1, omp_get_num_procs());
+  static const int n = [] {
+    const int set = settings::cpu_threads();
+    return set > 0 ? set : std::max(1, omp_get_num_procs());
+  }();
   return n;
 }
 
