@@ -7,6 +7,7 @@
 // the ratios to "off".
 //
 //   pyflame_bench_multistream [device=rocm:0] [threads=8] [layers=8] [width=1024] [evals=200]
+//                             [mode=all|off|on|compiled]
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -26,6 +27,7 @@ namespace {
 struct Setup {
   Device device = Device::cpu();
   int threads = 8, layers = 8, width = 1024, evals = 200;
+  std::string mode = "all";
   std::vector<int> batches{16, 32, 64, 128, 256};
 };
 
@@ -77,6 +79,7 @@ int main(int argc, char** argv) {
     else if (k == "layers") s.layers = std::atoi(v.c_str());
     else if (k == "width") s.width = std::atoi(v.c_str());
     else if (k == "evals") s.evals = std::atoi(v.c_str());
+    else if (k == "mode" && (v == "all" || v == "off" || v == "on" || v == "compiled")) s.mode = v;
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -91,6 +94,12 @@ int main(int argc, char** argv) {
   eval(ws);
   std::printf("multistream: %s, %d threads, %d x %d fp16 layers, %d evaluations per thread\n",
               s.device.str().c_str(), s.threads, s.layers, s.width, s.evals);
+  if (s.mode != "all") {  // one mode alone, e.g. to profile it
+    backend::rocm::set_multi_stream(s.mode != "off");
+    std::printf("  %-14s %9.0f eval/s\n", s.mode.c_str(), run(s, ws, s.mode == "compiled"));
+    backend::rocm::set_multi_stream(false);
+    return 0;
+  }
   backend::rocm::set_multi_stream(false);
   const double off = run(s, ws, false);
   backend::rocm::set_multi_stream(true);
