@@ -57,6 +57,9 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
     // device; the CPU kernel checks computed exponents.
     throw ValueError(errmsg(fn, "integers to negative integer powers are not allowed"));
   }
+  if (op == BinaryOp::Add) {
+    if (auto folded = fold_gemv_epilogue(a, b)) return *folded;
+  }
   Shape s = broadcast_shapes(a.shape(), b.shape(), fn);
   Dtype out = is_comparison(op) ? Dtype::Bool : t;
   // A Python number on either side becomes a kernel argument: no buffer,

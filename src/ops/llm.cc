@@ -4,6 +4,9 @@
 
 #include "ops/op_utils.h"
 #include "pyflame/amp.h"
+#include "pyflame/autograd.h"
+#include "pyflame/fusion.h"
+#include "runtime/allocator.h"
 
 namespace pyflame {
 
@@ -265,6 +268,131 @@ AttentionWithCache scaled_dot_product_attention_cached(const Tensor& q, const Te
   Tensor kf = concat({k_cache, k}, -2), vf = concat({v_cache, v}, -2);
   Tensor out = attention_impl(q, kf, vf, causal, scale, k_cache.shape(-2), attn_mask, dropout_p);
   return {out, kf, vf};
+}
+
+// ---------------------------------------------------------------- GEMV folds
+
+namespace {
+
+// The fused kernel stages the input row in shared memory (48 KiB) and
+// computes a norm's sum with at most one block's threads.
+constexpr int64_t kFoldMaxRowBytes = 48 * 1024;
+
+// A pending node of the GPU, made without gradient, that nothing has
+// evaluated yet: what a fold may replace (its inputs are still attached).
+bool foldable(const Tensor& t) {
+  const Node* n = t.node();
+  return n && !n->buffer && n->prim && !n->device.is_cpu() && !t.requires_grad() &&
+         n->state.load(std::memory_order_acquire) == NodeState::Pending;
+}
+
+bool fold_enabled(const Tensor& a, const Tensor& b) {
+  if (!get_fusion() || !get_fusion_gpu() || a.device().is_cpu()) return false;
+  return !(is_grad_enabled() && (a.requires_grad() || b.requires_grad()));
+}
+
+template <class P>
+const P* pending(const Tensor& t) {
+  return foldable(t) ? dynamic_cast<const P*>(t.primitive()) : nullptr;
+}
+
+// x (1, K) in a float dtype and w (K, N) of that dtype: a one-row product the
+// fused kernel takes.
+bool gemv_shaped(const Tensor& x, const Tensor& w) {
+  const Dtype t = x.dtype();
+  if (!(t == Dtype::Float32 || t == Dtype::Float16 || t == Dtype::BFloat16) || w.dtype() != t) return false;
+  if (x.ndim() != 2 || w.ndim() != 2 || x.shape(0) != 1 || x.shape(1) != w.shape(0) || w.shape(1) == 0) return false;
+  const int64_t K = x.shape(1);
+  return K > 0 && K * int64_t(itemsize(t)) <= kFoldMaxRowBytes && K % (16 / int64_t(itemsize(t))) == 0;
+}
+
+}  // namespace
+
+std::optional<Tensor> fold_gemv_prologue(const Tensor& a, const Tensor& b) {
+  if (!fold_enabled(a, b) || !gemv_shaped(a, b) || !foldable(a)) return std::nullopt;
+  using P = FusedGemv::Prologue;
+  const std::vector<Tensor>& in = a.inputs();
+  if (const auto* norm = pending<RMSNorm>(a); norm && norm->has_weight && in[0].dtype() == a.dtype()) {
+    return Tensor::make({1, b.shape(1)}, a.dtype(), a.device(),
+                        std::make_shared<FusedGemv>(P::Rms, norm->eps, false), {in[0], in[1], b});
+  }
+  // silu(x) * y, each of a's shape (no broadcast) and dtype.
+  const auto* mul = pending<Binary>(a);
+  if (!mul || mul->op != BinaryOp::Mul || mul->has_scalar()) return std::nullopt;
+  const auto* act = pending<Unary>(in[0]);
+  if (!act || act->op != UnaryOp::Silu) return std::nullopt;
+  const Tensor &x = in[0].inputs()[0], &y = in[1];
+  for (const Tensor* t : {&x, &y}) {
+    if (t->shape() != a.shape() || t->dtype() != a.dtype() || t->strides()[1] != 1) return std::nullopt;
+  }
+  return Tensor::make({1, b.shape(1)}, a.dtype(), a.device(), std::make_shared<FusedGemv>(P::Gate, 0.0, false),
+                      {x, y, b});
+}
+
+std::optional<Tensor> fold_gemv_epilogue(const Tensor& a, const Tensor& b) {
+  if (!fold_enabled(a, b) || a.shape() != b.shape() || a.dtype() != b.dtype()) return std::nullopt;
+  for (int side : {1, 0}) {
+    const Tensor& p = side ? b : a;  // the product
+    const Tensor& r = side ? a : b;  // the residual
+    if (!foldable(p) || r.ndim() != 2 || r.strides()[1] != 1) continue;
+    if (const auto* f = pending<FusedGemv>(p); f && !f->add) {
+      std::vector<Tensor> in = p.inputs();
+      in.push_back(r);
+      return Tensor::make(p.shape(), p.dtype(), p.device(), std::make_shared<FusedGemv>(f->prologue, f->eps, true),
+                          std::move(in));
+    }
+    if (pending<Matmul>(p) && gemv_shaped(p.inputs()[0], p.inputs()[1])) {
+      return Tensor::make(p.shape(), p.dtype(), p.device(),
+                          std::make_shared<FusedGemv>(FusedGemv::Prologue::None, 0.0, true),
+                          {p.inputs()[0], p.inputs()[1], r});
+    }
+  }
+  return std::nullopt;
+}
+
+// Allocates an evaluated row-major tensor like `like` with another shape.
+namespace {
+Tensor scratch(const Shape& shape, const Tensor& like) {
+  auto n = std::make_shared<Node>();
+  n->shape = shape;
+  n->strides = row_major_strides(shape);
+  n->dtype = like.dtype();
+  n->device = like.device();
+  n->buffer = allocate(like.device(), size_t(shape_size(shape)) * like.itemsize());
+  n->state.store(NodeState::Done, std::memory_order_release);
+  return Tensor(std::move(n));
+}
+}  // namespace
+
+void FusedGemv::eval_unfused(const std::vector<Tensor>& in, Tensor& out) const {
+  const bool cpu = out.device().is_cpu();
+  auto run = [cpu](Primitive& p, const std::vector<Tensor>& i, Tensor& o) {
+    if (cpu) p.eval_cpu(i, o);
+    else p.eval_gpu(i, o);
+  };
+  Tensor x = in[0];
+  if (prologue == Prologue::Rms) {
+    x = scratch(in[0].shape(), out);
+    RMSNorm norm(eps, true);
+    run(norm, {in[0], in[1]}, x);
+  } else if (prologue == Prologue::Gate) {
+    Tensor s = scratch(in[0].shape(), out);
+    Unary silu(UnaryOp::Silu);
+    run(silu, {in[0]}, s);
+    x = scratch(in[0].shape(), out);
+    Binary mul(BinaryOp::Mul);
+    run(mul, {s, in[1]}, x);
+  }
+  const size_t w = prologue_inputs();
+  Matmul mm;
+  if (!add) {
+    run(mm, {x, in[w]}, out);
+    return;
+  }
+  Tensor y = scratch(out.shape(), out);
+  run(mm, {x, in[w]}, y);
+  Binary sum(BinaryOp::Add);
+  run(sum, {y, in[w + 1]}, out);
 }
 
 }  // namespace pyflame

@@ -17,6 +17,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
     throw ValueError(errmsg("matmul", "both operands must be at least 1-d, got shapes " +
                                           shape_str(a_in.shape()) + " and " + shape_str(b_in.shape())));
   }
+  if (auto folded = fold_gemv_prologue(a_in, b_in)) return *folded;
   Dtype t = promote_types(a_in.dtype(), b_in.dtype());
   if (t == Dtype::Bool) throw ValueError(errmsg("matmul", "not supported for bool tensors"));
   Tensor a = a_in.ndim() == 1 ? unsqueeze(a_in, 0) : a_in;

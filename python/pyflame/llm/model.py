@@ -108,6 +108,16 @@ def _fuse_layer(weights, prefix):
             weights[f"{prefix}{fused}.{kind}"] = t
 
 
+def _norm_weight(w):
+    """A norm's weight as the float32 vector rms_norm computes with, made
+    once (not a cast per call and per token)."""
+    if w.dtype == pf.float32:
+        return w
+    w = w.astype(pf.float32)
+    pf.eval(w)
+    return w
+
+
 class LlamaModel:
     """Holds the weights (a dict of name -> tensor, Hugging Face names) and runs
     the forward pass. Built by ``pyflame.llm.load``. The dict is changed in
@@ -125,9 +135,11 @@ class LlamaModel:
             _fuse_layer(weights, p)
             w = {k[len(p):]: v for k, v in weights.items() if k.startswith(p)}
             w.update({k[:-len("weight")] + "T": v.T for k, v in w.items() if k.endswith("_proj.weight")})
+            for k in ("input_layernorm.weight", "post_attention_layernorm.weight"):
+                w[k] = _norm_weight(w[k])
             self.layers.append(w)
         self.embed = weights["model.embed_tokens.weight"]
-        self.norm = weights["model.norm.weight"]
+        self.norm = _norm_weight(weights["model.norm.weight"])
         self.lm_head = self.embed if cfg.tie_word_embeddings else weights["lm_head.weight"]
         self._lm_head_t = self.lm_head.T
 

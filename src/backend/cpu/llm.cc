@@ -121,4 +121,8 @@ void Attention::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
   });
 }
 
+// Made only for GPU tensors; a CPU node (none is recorded today) would run
+// the unfused kernels.
+void FusedGemv::eval_cpu(const std::vector<Tensor>& in, Tensor& out) { eval_unfused(in, out); }
+
 }  // namespace pyflame

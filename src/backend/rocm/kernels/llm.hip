@@ -1,6 +1,6 @@
 // GPU kernels of the llm family: rotary embedding, fused attention (a block
 // per query row or per (row, key chunk), a wave per key at a time, online
-// softmax), and the batch-1 GEMV path of matmul (try_gemv).
+// softmax). The GEMV kernels are in gemv.hip.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -166,21 +166,41 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(const T* q, con
 // finishes a row last merges them (merge_if_last: no combine launch).
 constexpr int kAttnDecodeChunk = 32;
 
-// Merges row r's chunks (m, l, acc per chunk) into its output row, with the
-// block's threads along the head dimension. P is float, or volatile float
-// for partials other blocks of the same launch wrote.
+// Merges row r's chunks (m, l, acc per chunk) into its output row. The
+// running max and the softmax sum are block reductions over the chunks; then
+// the block's threads go along the head dimension, each summing its element
+// over the chunks in order with its loads issued four at a time (the merge
+// is latency-bound: a load waited for per chunk would dominate decoding). P
+// is float, or volatile float for partials other blocks of the same launch
+// wrote. Call from every thread of the block.
 template <typename T, typename P>
 __device__ void merge_chunks(T* out, P* part_ml, P* part_acc, int64_t r, int64_t chunks, int64_t Dv) {
   P* ml = part_ml + r * chunks * 2;
   P* acc = part_acc + r * chunks * Dv;
-  float M = -INFINITY;  // chunks without keys have l == 0 and take no part
-  for (int64_t c = 0; c < chunks; ++c) M = ml[2 * c + 1] != 0.0f ? fmaxf(M, ml[2 * c]) : M;
-  float L = 0.0f;
-  for (int64_t c = 0; c < chunks; ++c) L += ml[2 * c + 1] != 0.0f ? ml[2 * c + 1] * expf(ml[2 * c] - M) : 0.0f;
+  float m = -INFINITY;  // chunks without keys have l == 0 and take no part
+  for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) m = ml[2 * c + 1] != 0.0f ? fmaxf(m, ml[2 * c]) : m;
+  const float M = gpu::block_reduce_max(m);
+  float l = 0.0f;
+  for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
+    const float lc = ml[2 * c + 1];
+    l += lc != 0.0f ? lc * expf(ml[2 * c] - M) : 0.0f;
+  }
+  const float L = gpu::block_reduce_sum(l);
   for (int64_t d = threadIdx.x; d < Dv; d += blockDim.x) {
     float o = 0.0f;
-    for (int64_t c = 0; c < chunks; ++c) {
-      if (ml[2 * c + 1] != 0.0f) o += acc[c * Dv + d] * expf(ml[2 * c] - M);
+    for (int64_t c0 = 0; c0 < chunks; c0 += 4) {
+      float a[4], mc[4], lc[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const bool in = c0 + u < chunks;
+        a[u] = in ? acc[(c0 + u) * Dv + d] : 0.0f;
+        mc[u] = in ? ml[2 * (c0 + u)] : 0.0f;
+        lc[u] = in ? ml[2 * (c0 + u) + 1] : 0.0f;
+      }
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        if (lc[u] != 0.0f) o += a[u] * expf(mc[u] - M);
+      }
     }
     out[r * Dv + d] = L == 0.0f ? T(0.0f) : T(o / L);
   }
@@ -206,6 +226,7 @@ __global__ void __launch_bounds__(kAttnThreads) attention_decode(const T* q, con
                                                                  AttnParams p) {
   constexpr int V = 16 / sizeof(T);
   constexpr int G = kAttnThreads / LPK;  // key groups per block
+  constexpr int kRounds = (kAttnDecodeChunk + G - 1) / G;  // keys per group in a chunk
   __shared__ float s_p[kAttnDecodeChunk];
   __shared__ float s_red[2];
   __shared__ float s_acc[G * LPK * V];
@@ -230,14 +251,22 @@ __global__ void __launch_bounds__(kAttnThreads) attention_decode(const T* q, con
     }
     const T* kb = k + b * p.ks[0] + hk * p.ks[1] + d0;
     const T* vb = v + b * p.vs[0] + hk * p.vs[1] + d0;
-    // Scores: every lane runs every round (the group sum shuffles the wave).
-    for (int64_t t0 = 0; t0 < n; t0 += G) {
-      const int64_t t = t0 + g;
+    // Scores: the chunk's keys are loaded first (kRounds per lane group, all
+    // in flight at once), then every lane runs every round (the group sum
+    // shuffles the wave).
+    Pack<T, V> pk[kRounds];
+#pragma unroll
+    for (int u = 0; u < kRounds; ++u) {
+      const int64_t t = int64_t(u) * G + g;
+      if (t < n && lane_on) pk[u] = *reinterpret_cast<const Pack<T, V>*>(kb + (j0 + t) * p.ks[2]);
+    }
+#pragma unroll
+    for (int u = 0; u < kRounds; ++u) {
+      const int64_t t = int64_t(u) * G + g;
       float s = 0.0f;
       if (t < n && lane_on) {
-        const Pack<T, V> pk = *reinterpret_cast<const Pack<T, V>*>(kb + (j0 + t) * p.ks[2]);
 #pragma unroll
-        for (int e = 0; e < V; ++e) s += qv[e] * static_cast<float>(pk.v[e]);
+        for (int e = 0; e < V; ++e) s += qv[e] * static_cast<float>(pk[u].v[e]);
       }
 #pragma unroll
       for (int off = LPK / 2; off > 0; off /= 2) s += gpu::warp_shfl_xor(s, off);
@@ -263,11 +292,20 @@ __global__ void __launch_bounds__(kAttnThreads) attention_decode(const T* q, con
 #pragma unroll
     for (int e = 0; e < V; ++e) acc[e] = 0.0f;
     if (lane_on) {
-      for (int64_t t = g; t < n; t += G) {
-        const float pe = s_p[t];
-        const Pack<T, V> pv = *reinterpret_cast<const Pack<T, V>*>(vb + (j0 + t) * p.vs[2]);
+      Pack<T, V> pv[kRounds];
 #pragma unroll
-        for (int e = 0; e < V; ++e) acc[e] += pe * static_cast<float>(pv.v[e]);
+      for (int u = 0; u < kRounds; ++u) {
+        const int64_t t = int64_t(u) * G + g;
+        if (t < n) pv[u] = *reinterpret_cast<const Pack<T, V>*>(vb + (j0 + t) * p.vs[2]);
+      }
+#pragma unroll
+      for (int u = 0; u < kRounds; ++u) {
+        const int64_t t = int64_t(u) * G + g;
+        if (t < n) {
+          const float pe = s_p[t];
+#pragma unroll
+          for (int e = 0; e < V; ++e) acc[e] += pe * static_cast<float>(pv[u].v[e]);
+        }
       }
     }
 #pragma unroll
@@ -342,184 +380,7 @@ int decode_lanes_per_key(const Tensor& q, const Tensor& k, const Tensor& v, Dtyp
   return lpk;
 }
 
-// ---------------------------------------------------------------- GEMV
-// y[o] = sum_k x[k * xs] * w[o * ws_o + k * ws_k], float accumulation.
-
-constexpr int kGemvThreads = 256;
-
-// ws_k == 1: S waves per output (lanes along k, the waves' pieces
-// interleaved), summed by the block. Aligned rows take 16-byte loads, U of
-// them in flight per lane before the arithmetic (a GEMV of a few thousand
-// rows is latency-bound: more waves per row and more loads in flight keep
-// the memory busy). Each lane still sums its chunks in order.
-template <typename T, bool kVec, int S, int U>
-__global__ void __launch_bounds__(kGemvThreads) gemv_rows(const T* __restrict__ w, int64_t ws_o,
-                                                          const T* __restrict__ x, int64_t xs, T* y, int64_t O,
-                                                          int64_t K) {
-  constexpr int V = kVec ? 16 / sizeof(T) : 1;
-  __shared__ float part[kGemvThreads / gpu::kMinWaveSize];
-  const int W = PF_WAVE_SIZE;
-  const int lane = threadIdx.x % W, wave = threadIdx.x / W, piece = wave % S;
-  const int64_t rows = (blockDim.x / W) / S;  // outputs per block and round
-  for (int64_t o0 = int64_t(blockIdx.x) * rows; o0 < O; o0 += int64_t(gridDim.x) * rows) {
-    const int64_t o = o0 + wave / S;
-    float s = 0.0f;
-    if (o < O) {
-      const T* wr = w + o * ws_o;
-      if constexpr (kVec) {
-        const int64_t step = int64_t(W) * V * S;
-        int64_t k0 = (int64_t(piece) * W + lane) * V;
-        for (; k0 + step * (U - 1) < K; k0 += step * U) {
-          Pack<T, V> pw[U], px[U];
-#pragma unroll
-          for (int u = 0; u < U; ++u) {
-            pw[u] = *reinterpret_cast<const Pack<T, V>*>(wr + k0 + step * u);
-            px[u] = *reinterpret_cast<const Pack<T, V>*>(x + k0 + step * u);
-          }
-#pragma unroll
-          for (int u = 0; u < U; ++u) {
-#pragma unroll
-            for (int t = 0; t < V; ++t) s += static_cast<float>(pw[u].v[t]) * static_cast<float>(px[u].v[t]);
-          }
-        }
-        for (; k0 < K; k0 += step) {
-          const Pack<T, V> pw = *reinterpret_cast<const Pack<T, V>*>(wr + k0);
-          const Pack<T, V> px = *reinterpret_cast<const Pack<T, V>*>(x + k0);
-#pragma unroll
-          for (int t = 0; t < V; ++t) s += static_cast<float>(pw.v[t]) * static_cast<float>(px.v[t]);
-        }
-      } else {
-        for (int64_t k = lane; k < K; k += W) s += static_cast<float>(wr[k]) * static_cast<float>(x[k * xs]);
-      }
-    }
-    s = gpu::warp_reduce_sum(s);
-    if constexpr (S == 1) {
-      if (lane == 0 && o < O) y[o] = T(s);
-    } else {
-      if (lane == 0) part[wave] = s;
-      __syncthreads();
-      if (piece == 0 && lane == 0 && o < O) {
-        float t = 0.0f;
-#pragma unroll
-        for (int q = 0; q < S; ++q) t += part[wave + q];
-        y[o] = T(t);
-      }
-      __syncthreads();
-    }
-  }
-}
-
-// ws_o == 1: threads along o (coalesced), k split over 4 thread rows and
-// gridDim.y blocks; with several splits the partial sums go to `part`.
-constexpr int kGemvCols = 64, kGemvKRows = kGemvThreads / kGemvCols;
-
-template <typename T>
-__global__ void __launch_bounds__(kGemvThreads) gemv_cols(const T* w, int64_t ws_k, const T* x, int64_t xs,
-                                                          T* y, float* part, int64_t O, int64_t K) {
-  __shared__ float red[kGemvKRows][kGemvCols];
-  const int tx = threadIdx.x % kGemvCols, ty = threadIdx.x / kGemvCols;
-  const int64_t o = int64_t(blockIdx.x) * kGemvCols + tx;
-  float s = 0.0f;
-  if (o < O) {
-    const int64_t step = int64_t(gridDim.y) * kGemvKRows;
-    for (int64_t k = int64_t(blockIdx.y) * kGemvKRows + ty; k < K; k += step) {
-      s += static_cast<float>(x[k * xs]) * static_cast<float>(w[k * ws_k + o]);
-    }
-  }
-  red[ty][tx] = s;
-  __syncthreads();
-  if (ty == 0 && o < O) {
-    float t = 0.0f;
-#pragma unroll
-    for (int r = 0; r < kGemvKRows; ++r) t += red[r][tx];
-    if (part) part[int64_t(blockIdx.y) * O + o] = t;
-    else y[o] = T(t);
-  }
-}
-
-template <typename T>
-__global__ void gemv_finish(const float* part, T* y, int64_t O, int splits) {
-  PF_GRID_STRIDE(o, O) {
-    float t = 0.0f;
-    for (int s = 0; s < splits; ++s) t += part[int64_t(s) * O + o];
-    y[o] = T(t);
-  }
-}
-
 }  // namespace
-
-// The batch-1 GEMV path of matmul: (1, K) x (K, N) and (M, K) x (K, 1)
-// (batch axes of size 1) in float types, for layouts with a unit stride
-// along k or along the output. Returns false (nothing launched) otherwise,
-// and Matmul::eval_gpu goes on with BLAS.
-bool try_gemv(const std::vector<Tensor>& in, Tensor& out) {
-  // float64 goes to BLAS: this kernel accumulates in float32.
-  if (!is_floating(out.dtype()) || out.dtype() == Dtype::Float64 || in.size() != 2) return false;
-  const Tensor &a = in[0], &b = in[1];
-  const int nd = out.ndim();
-  if (nd < 2 || a.dtype() != out.dtype() || b.dtype() != out.dtype()) return false;
-  const int64_t M = out.shape()[nd - 2], N = out.shape()[nd - 1], K = a.shape()[nd - 1];
-  if (K == 0 || out.size() == 0 || out.size() != M * N || (M != 1 && N != 1)) return false;
-  const char *px, *pw;
-  int64_t xs, ws_o, ws_k, O;
-  if (M == 1) {  // x = a's row, w[o, k] = b[k, o]
-    px = static_cast<const char*>(a.raw_data());
-    xs = a.strides()[nd - 1];
-    pw = static_cast<const char*>(b.raw_data());
-    ws_o = b.strides()[nd - 1];
-    ws_k = b.strides()[nd - 2];
-    O = N;
-  } else {  // x = b's column, w = a
-    px = static_cast<const char*>(b.raw_data());
-    xs = b.strides()[nd - 2];
-    pw = static_cast<const char*>(a.raw_data());
-    ws_o = a.strides()[nd - 2];
-    ws_k = a.strides()[nd - 1];
-    O = M;
-  }
-  if (O == 1 && ws_k != 1) ws_o = 1;  // a single output: any o stride
-  const bool rows = ws_k == 1, cols = !rows && ws_o == 1;
-  if (!rows && !cols) return false;
-  DeviceContext& ctx = context(out.device().index);
-  DeviceGuard g(ctx.device);
-  const int wave = std::max(ctx.wave_size, 1);
-  dispatch_float(out.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T* x = reinterpret_cast<const T*>(px);
-    const T* w = reinterpret_cast<const T*>(pw);
-    T* y = out.data<T>();
-    if (rows) {
-      constexpr int V = 16 / sizeof(T);
-      const bool vec = xs == 1 && K % V == 0 && ws_o % V == 0 && aligned16(x) && aligned16(w);
-      // Few rows (fewer than ~16 per multiprocessor): four waves per row.
-      const int split = vec && O * 4 <= int64_t(ctx.multiprocessors) * 64 && K >= 4 * wave * V * 2 ? 4 : 1;
-      const int64_t per_block = kGemvThreads / wave / split;
-      const unsigned grid = static_cast<unsigned>(
-          std::min<int64_t>((O + per_block - 1) / per_block, int64_t(ctx.multiprocessors) * 32));
-      if (!vec) gemv_rows<T, false, 1, 1><<<grid, kGemvThreads, 0, ctx.stream>>>(w, ws_o, x, xs, y, O, K);
-      else if (split == 4) gemv_rows<T, true, 4, 2><<<grid, kGemvThreads, 0, ctx.stream>>>(w, ws_o, x, xs, y, O, K);
-      else gemv_rows<T, true, 1, 4><<<grid, kGemvThreads, 0, ctx.stream>>>(w, ws_o, x, xs, y, O, K);
-      PF_HIP_CHECK_LAUNCH();
-      return;
-    }
-    const int64_t gx = (O + kGemvCols - 1) / kGemvCols;
-    const int64_t target = int64_t(ctx.multiprocessors) * 8;
-    int64_t splits = std::max<int64_t>(1, target / gx);
-    splits = std::min<int64_t>(splits, std::max<int64_t>(1, K / (kGemvKRows * 16)));
-    splits = std::min<int64_t>(splits, 65535);
-    std::shared_ptr<Buffer> part;
-    if (splits > 1) part = temp_buffer(ctx, size_t(splits) * O * sizeof(float));
-    float* pp = part ? static_cast<float*>(part->ptr) : nullptr;
-    gemv_cols<T><<<dim3(unsigned(gx), unsigned(splits)), kGemvThreads, 0, ctx.stream>>>(w, ws_k, x, xs, y, pp, O, K);
-    PF_HIP_CHECK_LAUNCH();
-    if (pp) {
-      gemv_finish<T><<<grid_for(ctx, O, kThreads), kThreads, 0, ctx.stream>>>(pp, y, O, int(splits));
-      PF_HIP_CHECK_LAUNCH();
-    }
-  });
-  return true;
-}
-
 // ---------------------------------------------------------------- rope tables
 // Rope's frequency table (computed on the host as the CPU backend does),
 // uploaded once per (device, head_dim, theta, inv_freq) and kept for the

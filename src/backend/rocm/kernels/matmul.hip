@@ -62,11 +62,11 @@ namespace pyflame {
 using namespace backend::rocm;
 
 namespace backend::rocm {
-bool try_gemv(const std::vector<Tensor>& in, Tensor& out);  // llm.hip
+bool try_gemv(const std::vector<Tensor>& in, Tensor& out);  // gemv.hip
 }
 
 void Matmul::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
-  if (try_gemv(in, out)) return;  // batch-1 products: memory-bound GEMV kernel (llm.hip)
+  if (try_gemv(in, out)) return;  // batch-1 products: memory-bound GEMV kernel (gemv.hip)
   DeviceContext& ctx = context(out.device().index);
   DeviceGuard g(ctx.device);
   const int nd = out.ndim();

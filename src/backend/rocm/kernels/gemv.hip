@@ -1,0 +1,398 @@
+// GEMV kernels: the batch-1 path of matmul (try_gemv) and FusedGemv, a
+// decode step's projection with the rms_norm or silu gate before it and the
+// residual add after it in the same kernel (docs/design/fusion.md).
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include "backend/elementwise_math.h"
+#include "backend/rocm/kernels/common.h"
+#include "backend/rocm/memory.h"
+
+namespace pyflame::backend::rocm {
+
+namespace {
+
+// ---------------------------------------------------------------- GEMV
+// y[o] = sum_k x[k * xs] * w[o * ws_o + k * ws_k], float accumulation.
+
+constexpr int kGemvThreads = 256;
+
+// ws_k == 1: S waves per output (lanes along k, the waves' pieces
+// interleaved), summed by the block. Aligned rows take 16-byte loads, U of
+// them in flight per lane before the arithmetic (a GEMV of a few thousand
+// rows is latency-bound: more waves per row and more loads in flight keep
+// the memory busy). Each lane still sums its chunks in order.
+template <typename T, bool kVec, int S, int U, class Store, class Before>
+__device__ __forceinline__ void gemv_rows_loop(const T* __restrict__ w, int64_t ws_o, const T* x, int64_t xs,
+                                               int64_t O, int64_t K, Store store, Before before) {
+  constexpr int V = kVec ? 16 / sizeof(T) : 1;
+  __shared__ float part[kGemvThreads / gpu::kMinWaveSize];
+  const int W = PF_WAVE_SIZE;
+  const int lane = threadIdx.x % W, wave = threadIdx.x / W, piece = wave % S;
+  const int64_t rows = (blockDim.x / W) / S;  // outputs per block and round
+  // before() runs once, by the whole block, while the first weights it
+  // does not need are already on their way (FusedGemv's prologue).
+  bool first = true;
+  for (int64_t o0 = int64_t(blockIdx.x) * rows; o0 < O; o0 += int64_t(gridDim.x) * rows) {
+    const int64_t o = o0 + wave / S;
+    float s = 0.0f;
+    if constexpr (kVec) {
+      const int64_t step = int64_t(W) * V * S;
+      int64_t k0 = (int64_t(piece) * W + lane) * V;
+      const T* wr = w + (o < O ? o : 0) * ws_o;
+      const bool ahead = o < O && k0 + step * (U - 1) < K;  // the loop's first chunk, loaded early
+      Pack<T, V> pw[U];
+      if (ahead) {
+#pragma unroll
+        for (int u = 0; u < U; ++u) pw[u] = *reinterpret_cast<const Pack<T, V>*>(wr + k0 + step * u);
+      }
+      if (first) before();
+      if (o < O) {
+        for (bool loaded = ahead; k0 + step * (U - 1) < K; k0 += step * U, loaded = false) {
+          Pack<T, V> px[U];
+#pragma unroll
+          for (int u = 0; u < U; ++u) {
+            if (!loaded) pw[u] = *reinterpret_cast<const Pack<T, V>*>(wr + k0 + step * u);
+            px[u] = *reinterpret_cast<const Pack<T, V>*>(x + k0 + step * u);
+          }
+#pragma unroll
+          for (int u = 0; u < U; ++u) {
+#pragma unroll
+            for (int t = 0; t < V; ++t) s += static_cast<float>(pw[u].v[t]) * static_cast<float>(px[u].v[t]);
+          }
+        }
+        for (; k0 < K; k0 += step) {
+          const Pack<T, V> qw = *reinterpret_cast<const Pack<T, V>*>(wr + k0);
+          const Pack<T, V> qx = *reinterpret_cast<const Pack<T, V>*>(x + k0);
+#pragma unroll
+          for (int t = 0; t < V; ++t) s += static_cast<float>(qw.v[t]) * static_cast<float>(qx.v[t]);
+        }
+      }
+    } else {
+      if (first) before();
+      if (o < O) {
+        const T* wr = w + o * ws_o;
+        for (int64_t k = lane; k < K; k += W) s += static_cast<float>(wr[k]) * static_cast<float>(x[k * xs]);
+      }
+    }
+    first = false;
+    s = gpu::warp_reduce_sum(s);
+    if constexpr (S == 1) {
+      if (lane == 0 && o < O) store(o, s);
+    } else {
+      if (lane == 0) part[wave] = s;
+      __syncthreads();
+      if (piece == 0 && lane == 0 && o < O) {
+        float t = 0.0f;
+#pragma unroll
+        for (int q = 0; q < S; ++q) t += part[wave + q];
+        store(o, t);
+      }
+      __syncthreads();
+    }
+  }
+}
+
+template <typename T, bool kVec, int S, int U>
+__global__ void __launch_bounds__(kGemvThreads) gemv_rows(const T* __restrict__ w, int64_t ws_o,
+                                                          const T* __restrict__ x, int64_t xs, T* y, int64_t O,
+                                                          int64_t K) {
+  gemv_rows_loop<T, kVec, S, U>(w, ws_o, x, xs, O, K, [y](int64_t o, float s) { y[o] = T(s); }, [] {});
+}
+
+// ws_o == 1: threads along o (coalesced), k split over 4 thread rows and
+// gridDim.y blocks; with several splits the partial sums go to `part`.
+constexpr int kGemvCols = 64, kGemvKRows = kGemvThreads / kGemvCols;
+
+template <typename T>
+__global__ void __launch_bounds__(kGemvThreads) gemv_cols(const T* w, int64_t ws_k, const T* x, int64_t xs,
+                                                          T* y, float* part, int64_t O, int64_t K) {
+  __shared__ float red[kGemvKRows][kGemvCols];
+  const int tx = threadIdx.x % kGemvCols, ty = threadIdx.x / kGemvCols;
+  const int64_t o = int64_t(blockIdx.x) * kGemvCols + tx;
+  float s = 0.0f;
+  if (o < O) {
+    const int64_t step = int64_t(gridDim.y) * kGemvKRows;
+    for (int64_t k = int64_t(blockIdx.y) * kGemvKRows + ty; k < K; k += step) {
+      s += static_cast<float>(x[k * xs]) * static_cast<float>(w[k * ws_k + o]);
+    }
+  }
+  red[ty][tx] = s;
+  __syncthreads();
+  if (ty == 0 && o < O) {
+    float t = 0.0f;
+#pragma unroll
+    for (int r = 0; r < kGemvKRows; ++r) t += red[r][tx];
+    if (part) part[int64_t(blockIdx.y) * O + o] = t;
+    else y[o] = T(t);
+  }
+}
+
+template <typename T>
+__global__ void gemv_finish(const float* part, T* y, int64_t O, int splits) {
+  PF_GRID_STRIDE(o, O) {
+    float t = 0.0f;
+    for (int s = 0; s < splits; ++s) t += part[int64_t(s) * O + o];
+    y[o] = T(t);
+  }
+}
+
+// ---------------------------------------------------------------- fused GEMV
+// FusedGemv: a decode step's projection with its neighbours. Each block
+// first computes the input row into shared memory, rounded as the unfused
+// kernels would store it, then runs gemv_rows' loop over its rows against
+// it; the residual add rounds the product first, as the unfused add reads it.
+
+enum GemvPrologue { kProNone, kProRms, kProGate };
+
+template <typename T>
+struct FusedGemvArgs {
+  const T* w;
+  int64_t ws_o;
+  const T* x;   // the row (None), h (Rms) or silu's input (Gate)
+  const T* x2;  // Gate: the other factor
+  const float* g;  // Rms: the norm's weight
+  const T* r;   // the residual, when adding
+  T* y;
+  int64_t O, K;
+  float eps;
+  int norm_threads, norm_iters;  // Rms: norm_rows_cached's geometry for this row
+};
+
+template <typename T, int kPro>
+__device__ void gemv_prologue(const FusedGemvArgs<T>& p, T* xs) {
+  constexpr int V = 16 / sizeof(T);
+  using P = Pack<T, V>;
+  const int64_t K = p.K, step = int64_t(blockDim.x) * V;
+  if constexpr (kPro == kProRms) {
+    // The sum of squares as norm_rows_cached (norm.hip) forms it for this
+    // row: the same threads, element order and block reduction, so the
+    // scale has the same bits as the unfused norm's.
+    float s = 0.0f;
+    if (int(threadIdx.x) < p.norm_threads) {
+      for (int it = 0; it < p.norm_iters; ++it) {
+        const int64_t j = (int64_t(it) * p.norm_threads + threadIdx.x) * V;
+        if (j < K) {
+          const P q = *reinterpret_cast<const P*>(p.x + j);
+#pragma unroll
+          for (int k = 0; k < V; ++k) {
+            const float v = static_cast<float>(q.v[k]);
+            s += v * v;
+          }
+        }
+      }
+    }
+    s = gpu::block_reduce_sum(s);
+    const float var = s * (1.0f / static_cast<float>(K));
+    const float rstd = 1.0f / sqrtf(var + p.eps);
+    for (int64_t j = int64_t(threadIdx.x) * V; j < K; j += step) {
+      const P q = *reinterpret_cast<const P*>(p.x + j);
+      P o;
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        float v = static_cast<float>(q.v[k]) * rstd;
+        v *= p.g[j + k];
+        o.v[k] = T(v);
+      }
+      *reinterpret_cast<P*>(xs + j) = o;
+    }
+  } else if constexpr (kPro == kProGate) {
+    for (int64_t j = int64_t(threadIdx.x) * V; j < K; j += step) {
+      const P a = *reinterpret_cast<const P*>(p.x + j), b = *reinterpret_cast<const P*>(p.x2 + j);
+      P o;
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        const T s = T(unary_apply<UnaryOp::Silu>(static_cast<float>(a.v[k])));
+        o.v[k] = T(binary_apply<BinaryOp::Mul>(static_cast<float>(s), static_cast<float>(b.v[k])));
+      }
+      *reinterpret_cast<P*>(xs + j) = o;
+    }
+  } else {
+    for (int64_t j = int64_t(threadIdx.x) * V; j < K; j += step) {
+      *reinterpret_cast<P*>(xs + j) = *reinterpret_cast<const P*>(p.x + j);
+    }
+  }
+  __syncthreads();
+}
+
+template <typename T, int S, int U, int kPro, bool kAdd>
+__global__ void __launch_bounds__(kGemvThreads) gemv_fused(FusedGemvArgs<T> p) {
+  extern __shared__ __align__(16) unsigned char gemv_row[];
+  T* xs = reinterpret_cast<T*>(gemv_row);
+  const T* r = p.r;
+  T* y = p.y;
+  gemv_rows_loop<T, true, S, U>(
+      p.w, p.ws_o, xs, 1, p.O, p.K,
+      [r, y](int64_t o, float s) {
+        T v = T(s);
+        if constexpr (kAdd) v = T(binary_apply<BinaryOp::Add>(static_cast<float>(v), static_cast<float>(r[o])));
+        y[o] = v;
+      },
+      [&p, xs] { gemv_prologue<T, kPro>(p, xs); });
+}
+
+// norm_rows_cached's threads and iterations for a vectorized row of K
+// (run_norm in norm.hip), or false when that row takes another kernel.
+bool norm_geometry(int64_t K, int V, int& threads, int& iters) {
+  const int64_t slots = K / V;
+  const int64_t want = ((slots + 3) / 4 + 63) / 64 * 64;
+  threads = static_cast<int>(std::clamp<int64_t>(want, 64, 512));
+  iters = static_cast<int>((slots + threads - 1) / threads);
+  return iters <= 8 && threads <= kGemvThreads;
+}
+
+// The fused kernel, when the layouts allow: unit-stride, 16-byte aligned
+// rows, a weight with unit stride along k. False: nothing launched.
+template <typename T>
+bool launch_fused_gemv(const FusedGemv& f, const std::vector<Tensor>& in, Tensor& out) {
+  constexpr int V = 16 / sizeof(T);
+  const int np = f.prologue_inputs();
+  const Tensor& w = in[np];
+  const int64_t K = w.shape()[0], O = w.shape()[1];
+  FusedGemvArgs<T> p{};
+  p.w = w.data<T>();
+  p.ws_o = w.strides()[1];
+  if (w.strides()[0] != 1 || p.ws_o % V != 0 || !aligned16(p.w) || K % V != 0) return false;
+  if (!out.is_row_contiguous()) return false;
+  p.x = in[0].data<T>();
+  if (in[0].strides()[1] != 1 || !aligned16(p.x)) return false;
+  if (f.prologue == FusedGemv::Prologue::Rms) {
+    p.g = in[1].data<float>();
+    p.eps = static_cast<float>(f.eps);
+    if (!aligned16(p.g) || !norm_geometry(K, V, p.norm_threads, p.norm_iters)) return false;
+  } else if (f.prologue == FusedGemv::Prologue::Gate) {
+    p.x2 = in[1].data<T>();
+    if (in[1].strides()[1] != 1 || !aligned16(p.x2)) return false;
+  }
+  if (f.add) {
+    p.r = in[np + 1].data<T>();
+    if (in[np + 1].strides()[1] != 1) return false;
+  }
+  p.y = out.data<T>();
+  p.O = O;
+  p.K = K;
+  DeviceContext& ctx = context(out.device().index);
+  DeviceGuard g(ctx.device);
+  const int wave = std::max(ctx.wave_size, 1);
+  const int split = O * 4 <= int64_t(ctx.multiprocessors) * 64 && K >= 4 * wave * V * 2 ? 4 : 1;
+  const int64_t per_block = kGemvThreads / wave / split;
+  // Each block computes the row once. With a prologue to repeat, blocks go
+  // over more rows when there are many, in equal rounds (no block left
+  // with one round more than the others).
+  const int64_t groups = (O + per_block - 1) / per_block;
+  int64_t blocks = std::min<int64_t>(groups, int64_t(ctx.multiprocessors) * 32);
+  if (f.prologue != FusedGemv::Prologue::None) {
+    const int64_t target = int64_t(ctx.multiprocessors) * 8;
+    const int64_t rounds = (groups + target - 1) / target;
+    blocks = (groups + rounds - 1) / rounds;
+  }
+  const unsigned grid = static_cast<unsigned>(blocks);
+  const size_t smem = size_t(K) * sizeof(T);
+  auto go = [&](auto pro, auto add) {
+    constexpr int kP = decltype(pro)::value;
+    constexpr bool kA = decltype(add)::value;
+    if (split == 4) gemv_fused<T, 4, 2, kP, kA><<<grid, kGemvThreads, smem, ctx.stream>>>(p);
+    else gemv_fused<T, 1, 4, kP, kA><<<grid, kGemvThreads, smem, ctx.stream>>>(p);
+  };
+  auto with_add = [&](auto pro) {
+    if (f.add) go(pro, std::true_type{});
+    else go(pro, std::false_type{});
+  };
+  switch (f.prologue) {
+    case FusedGemv::Prologue::Rms: with_add(std::integral_constant<int, kProRms>{}); break;
+    case FusedGemv::Prologue::Gate: with_add(std::integral_constant<int, kProGate>{}); break;
+    default: with_add(std::integral_constant<int, kProNone>{}); break;
+  }
+  PF_HIP_CHECK_LAUNCH();
+  return true;
+}
+
+}  // namespace
+
+// The batch-1 GEMV path of matmul: (1, K) x (K, N) and (M, K) x (K, 1)
+// (batch axes of size 1) in float types, for layouts with a unit stride
+// along k or along the output. Returns false (nothing launched) otherwise,
+// and Matmul::eval_gpu goes on with BLAS.
+bool try_gemv(const std::vector<Tensor>& in, Tensor& out) {
+  // float64 goes to BLAS: this kernel accumulates in float32.
+  if (!is_floating(out.dtype()) || out.dtype() == Dtype::Float64 || in.size() != 2) return false;
+  const Tensor &a = in[0], &b = in[1];
+  const int nd = out.ndim();
+  if (nd < 2 || a.dtype() != out.dtype() || b.dtype() != out.dtype()) return false;
+  const int64_t M = out.shape()[nd - 2], N = out.shape()[nd - 1], K = a.shape()[nd - 1];
+  if (K == 0 || out.size() == 0 || out.size() != M * N || (M != 1 && N != 1)) return false;
+  const char *px, *pw;
+  int64_t xs, ws_o, ws_k, O;
+  if (M == 1) {  // x = a's row, w[o, k] = b[k, o]
+    px = static_cast<const char*>(a.raw_data());
+    xs = a.strides()[nd - 1];
+    pw = static_cast<const char*>(b.raw_data());
+    ws_o = b.strides()[nd - 1];
+    ws_k = b.strides()[nd - 2];
+    O = N;
+  } else {  // x = b's column, w = a
+    px = static_cast<const char*>(b.raw_data());
+    xs = b.strides()[nd - 2];
+    pw = static_cast<const char*>(a.raw_data());
+    ws_o = a.strides()[nd - 2];
+    ws_k = a.strides()[nd - 1];
+    O = M;
+  }
+  if (O == 1 && ws_k != 1) ws_o = 1;  // a single output: any o stride
+  const bool rows = ws_k == 1, cols = !rows && ws_o == 1;
+  if (!rows && !cols) return false;
+  DeviceContext& ctx = context(out.device().index);
+  DeviceGuard g(ctx.device);
+  const int wave = std::max(ctx.wave_size, 1);
+  dispatch_float(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = reinterpret_cast<const T*>(px);
+    const T* w = reinterpret_cast<const T*>(pw);
+    T* y = out.data<T>();
+    if (rows) {
+      constexpr int V = 16 / sizeof(T);
+      const bool vec = xs == 1 && K % V == 0 && ws_o % V == 0 && aligned16(x) && aligned16(w);
+      // Few rows (fewer than ~16 per multiprocessor): four waves per row.
+      const int split = vec && O * 4 <= int64_t(ctx.multiprocessors) * 64 && K >= 4 * wave * V * 2 ? 4 : 1;
+      const int64_t per_block = kGemvThreads / wave / split;
+      const unsigned grid = static_cast<unsigned>(
+          std::min<int64_t>((O + per_block - 1) / per_block, int64_t(ctx.multiprocessors) * 32));
+      if (!vec) gemv_rows<T, false, 1, 1><<<grid, kGemvThreads, 0, ctx.stream>>>(w, ws_o, x, xs, y, O, K);
+      else if (split == 4) gemv_rows<T, true, 4, 2><<<grid, kGemvThreads, 0, ctx.stream>>>(w, ws_o, x, xs, y, O, K);
+      else gemv_rows<T, true, 1, 4><<<grid, kGemvThreads, 0, ctx.stream>>>(w, ws_o, x, xs, y, O, K);
+      PF_HIP_CHECK_LAUNCH();
+      return;
+    }
+    const int64_t gx = (O + kGemvCols - 1) / kGemvCols;
+    const int64_t target = int64_t(ctx.multiprocessors) * 8;
+    int64_t splits = std::max<int64_t>(1, target / gx);
+    splits = std::min<int64_t>(splits, std::max<int64_t>(1, K / (kGemvKRows * 16)));
+    splits = std::min<int64_t>(splits, 65535);
+    std::shared_ptr<Buffer> part;
+    if (splits > 1) part = temp_buffer(ctx, size_t(splits) * O * sizeof(float));
+    float* pp = part ? static_cast<float*>(part->ptr) : nullptr;
+    gemv_cols<T><<<dim3(unsigned(gx), unsigned(splits)), kGemvThreads, 0, ctx.stream>>>(w, ws_k, x, xs, y, pp, O, K);
+    PF_HIP_CHECK_LAUNCH();
+    if (pp) {
+      gemv_finish<T><<<grid_for(ctx, O, kThreads), kThreads, 0, ctx.stream>>>(pp, y, O, int(splits));
+      PF_HIP_CHECK_LAUNCH();
+    }
+  });
+  return true;
+}
+
+}  // namespace pyflame::backend::rocm
+
+namespace pyflame {
+
+void FusedGemv::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
+  if (out.size() == 0) return;
+  bool done = false;
+  backend::rocm::dispatch_float(out.dtype(), [&](auto tag) {
+    done = backend::rocm::launch_fused_gemv<decltype(tag)>(*this, in, out);
+  });
+  if (!done) eval_unfused(in, out);
+}
+
+}  // namespace pyflame
