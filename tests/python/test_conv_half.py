@@ -158,8 +158,9 @@ def test_conv_half_graph_path(gpu_device, dtype):
         assert runs == [{"plans_built": 0, "plans_failed": 0, "runs": 0}] * 2, runs
         return
     why = _graph_stats()["last_failure"]
-    assert runs[0] == {"plans_built": 3, "plans_failed": 0, "runs": 3}, (runs, why)
-    assert runs[1] == {"plans_built": 0, "plans_failed": 0, "runs": 3}, (runs, why)
+    # One plan per direction (a plan built always runs or raises).
+    assert runs[0]["plans_built"] == 3 and runs[0]["plans_failed"] == 0 and runs[0]["runs"] >= 3, (runs, why)
+    assert runs[1] == dict(runs[0], plans_built=0), (runs, why)
 
 
 def _rerun_in_fresh_process(gpu_device, **env_vars):
