@@ -44,18 +44,12 @@ DnnHandle& handle_for(DeviceContext& ctx) {
 
 gpu::dnn_handle_t handle(DeviceContext& ctx) { return detail::handle_for(ctx).h; }
 
-// ------------------------------------------------------------------ graph path counters
-
 namespace detail {
 
 GraphCounters& graph_counters() {
   static GraphCounters* c = new GraphCounters;  // process lifetime, like the plans it counts
   return *c;
 }
-
-}  // namespace detail
-
-namespace detail {
 
 namespace {
 

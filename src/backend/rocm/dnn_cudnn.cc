@@ -1,6 +1,7 @@
 // DNN library wrapper, the cuDNN half (NVIDIA; see dnn.h and dnn_vendor.h):
-// cuDNN 9's legacy API, and the choice of its graph API
-// (dnn_cudnn_graph.cc) for 16-bit channels-last problems. cuDNN enums are mapped name to name, never cast.
+// cuDNN 9's legacy API, and the hand-off of 16-bit channels-last problems
+// to its graph API (dnn_cudnn_graph.cc). cuDNN enums are mapped name to
+// name, never cast.
 #if !defined(__HIP_PLATFORM_AMD__)
 #include <algorithm>
 #include <memory>

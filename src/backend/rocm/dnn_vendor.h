@@ -1,7 +1,8 @@
 // Between the shared half of the DNN wrapper (dnn.cc: handles, problem
 // keys, batch chunks, the channels-last path, the API of dnn.h) and its
-// vendor halves (dnn_cudnn.cc, dnn_miopen.cc; each compiles to nothing on
-// the other platform). Library enums stay in the vendor files.
+// vendor halves (dnn_cudnn.cc with dnn_cudnn_graph.cc, dnn_miopen.cc; each
+// compiles to nothing on the other platform). Library enums stay in the
+// vendor files; the cuDNN section below is what the two cuDNN files share.
 #pragma once
 #include <atomic>
 #include <cstddef>
