@@ -373,4 +373,6 @@ bool conv_graph_chunk(DeviceContext& ctx, ConvDir dir, const Lifted& L, Dtype dt
 
 }  // namespace pyflame::backend::rocm::dnn::detail
 
+#undef PF_GRAPH_SET
+
 #endif  // !__HIP_PLATFORM_AMD__
