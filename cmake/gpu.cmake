@@ -125,6 +125,9 @@ function(pyflame_add_gpu_backend target)
   else()
     list(FILTER host_sources EXCLUDE REGEX "/collectives\\.cc$")  # src/distributed/no_gpu_ccl.cc instead
   endif()
+  if(NOT PYFLAME_GPU_BACKEND STREQUAL "CUDA")
+    list(FILTER host_sources EXCLUDE REGEX "/dnn_cudnn_graph\\.cc$")  # cuDNN's graph API: NVIDIA only
+  endif()
   target_sources(${target} PRIVATE ${hip_sources} ${host_sources})
   if(PYFLAME_GPU_BACKEND STREQUAL "CUDA")
     set_source_files_properties(${hip_sources} PROPERTIES LANGUAGE CUDA)

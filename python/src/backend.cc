@@ -42,6 +42,16 @@ void init_backend(nb::module_& m) {
   m.def("_rocm_pinned_clear", &r::pinned_pool_clear);
   m.def("_rocm_pinned_cached_bytes", &r::pinned_pool_cached_bytes);
   m.def("_rocm_warmup_memory_pool", &r::warmup_memory_pool);
+  m.def("_rocm_dnn_graph_stats", []() {
+    r::DnnGraphStats s = r::dnn_graph_stats();
+    nb::dict out;
+    out["enabled"] = s.enabled;
+    out["plans_built"] = s.plans_built;
+    out["plans_failed"] = s.plans_failed;
+    out["runs"] = s.runs;
+    out["last_failure"] = s.last_failure;
+    return out;
+  });
   m.def("_rocm_allow_tf32", &r::allow_tf32);
   m.def("_rocm_set_allow_tf32", &r::set_allow_tf32);
   m.def("multi_stream", &r::multi_stream,

@@ -70,6 +70,11 @@ ConvLayout conv_layout() {
   return layout;
 }
 
+bool cudnn_graph() {
+  static const bool on = flag("PYFLAME_CUDNN_GRAPH", true);
+  return on;
+}
+
 const std::string& cache_dir() {
   static const std::string dir = [] {
     if (const char* d = env("PYFLAME_CACHE_DIR")) return std::string(d);

@@ -12,6 +12,8 @@
 //   PYFLAME_CONV_LAYOUT=nchw|nhwc  GPU convolutions: never channels-last,
 //                          or channels-last for every floating type and
 //                          channel count; default auto (backend/rocm/dnn.h)
+//   PYFLAME_CUDNN_GRAPH=0  16-bit channels-last convolutions through cuDNN's
+//                          legacy API, not its graph API (backend/rocm/dnn.h)
 //   PYFLAME_CPU_ISA=sse2   the CPU's vectorized math in its baseline (SSE2)
 //                          build even where AVX2 is there (backend/cpu/vec_math.h)
 //   PYFLAME_NUM_THREADS=n  threads of the CPU kernels; default OMP_NUM_THREADS
@@ -32,6 +34,7 @@ bool cpu_baseline_isa();
 int cpu_threads();
 enum class ConvLayout { Auto, Nchw, Nhwc };
 ConvLayout conv_layout();
+bool cudnn_graph();
 // Empty when no directory can be named (no HOME): the disk cache is then off.
 const std::string& cache_dir();
 

@@ -4,7 +4,9 @@ the same rounded values), on every device. On the GPU, per-group channel
 counts that are multiples of 8 take the DNN library's channels-last (NHWC)
 path (backend/rocm/dnn.h) and the others its NCHW one; the cases cover both,
 with groups, stride, padding, dilation, 1x1 and 1-d problems, transposed
-convolution and channels-last (permuted) inputs. Errors are measured against
+convolution and channels-last (permuted) inputs. On NVIDIA the 16-bit
+channels-last problems run through cuDNN's graph API (PYFLAME_CUDNN_GRAPH=0:
+its legacy API, checked in a fresh process). Errors are measured against
 the largest reference value of each result: a 16-bit value rounds relative to
 its own magnitude, and a wrong layout is off by the whole scale."""
 import os
@@ -117,14 +119,70 @@ def test_conv_half_chain_and_repeat(device, dtype):
         _check(f(pf), f(torch), [x, w1, w2], device, dtype)
 
 
-@pytest.mark.parametrize("layout", ["nhwc", "nchw"])
-def test_conv_forced_layout(gpu_device, layout):
-    # PYFLAME_CONV_LAYOUT is read once per process: this file's cases again
-    # in a fresh one with every GPU convolution channels-last (float32, odd
-    # channel counts and depthwise included, which the library may reject:
-    # then the NCHW path must take over) or none.
-    env = dict(os.environ, PYFLAME_CONV_LAYOUT=layout, PYFLAME_TEST_DEVICES=gpu_device)
+def _graph_stats():
+    from pyflame.backend.rocm import dnn_graph_stats
+    return dnn_graph_stats()
+
+
+def _graph_expected():
+    # Whether 16-bit channels-last convolutions should reach cuDNN's graph
+    # API in this process (see src/backend/rocm/dnn.h).
+    return (pf._core.gpu_platform() == "nvidia" and os.environ.get("PYFLAME_CUDNN_GRAPH") != "0"
+            and os.environ.get("PYFLAME_CONV_LAYOUT") != "nchw")
+
+
+def test_conv_graph_stats_query():
+    s = _graph_stats()
+    assert set(s) == {"enabled", "plans_built", "plans_failed", "runs", "last_failure"}
+    assert s["enabled"] == (pf._core.gpu_platform() == "nvidia" and os.environ.get("PYFLAME_CUDNN_GRAPH") != "0")
+    if not s["enabled"]:
+        assert (s["plans_built"], s["plans_failed"], s["runs"]) == (0, 0, 0)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_conv_half_graph_path(gpu_device, dtype):
+    # A problem of its own (no plan from another test): the forward pass and
+    # both gradients build one plan each through the graph API and run it;
+    # the second evaluation runs the cached plans. Where the path is off
+    # (AMD, PYFLAME_CUDNN_GRAPH=0, NCHW forced) nothing goes through it.
+    case = ("conv2d", 24, 16, (12, 11), 3, dict(padding=1, stride=(1, 2)))
+    kw = case[5]
+    runs = []
+    for _ in range(2):
+        before = _graph_stats()
+        _check(lambda x, w: pf.conv2d(x, w, **kw), lambda x, w: F.conv2d(x, w, **kw),
+               list(_arrays(case, dtype)[:2]), gpu_device, dtype)
+        after = _graph_stats()
+        runs.append({k: after[k] - before[k] for k in ("plans_built", "plans_failed", "runs")})
+    if not _graph_expected():
+        assert runs == [{"plans_built": 0, "plans_failed": 0, "runs": 0}] * 2, runs
+        return
+    why = _graph_stats()["last_failure"]
+    # One plan per direction (a plan built always runs or raises).
+    assert runs[0]["plans_built"] == 3 and runs[0]["plans_failed"] == 0 and runs[0]["runs"] >= 3, (runs, why)
+    assert runs[1] == dict(runs[0], plans_built=0), (runs, why)
+
+
+def _rerun_in_fresh_process(gpu_device, **env_vars):
+    # Settings are read once per process: this file's cases again in a
+    # fresh one under env_vars.
+    env = dict(os.environ, PYFLAME_TEST_DEVICES=gpu_device, **env_vars)
     out = subprocess.run([sys.executable, "-m", "pytest", os.path.basename(__file__), "-q", "-x",
-                          "-p", "no:cacheprovider", "-k", "not forced_layout"],
+                          "-p", "no:cacheprovider", "-k", "not fresh_process"],
                          env=env, cwd=os.path.dirname(os.path.abspath(__file__)), capture_output=True, text=True)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+
+
+@pytest.mark.parametrize("layout", ["nhwc", "nchw"])
+def test_conv_forced_layout_fresh_process(gpu_device, layout):
+    # Every GPU convolution channels-last (float32, odd channel counts and
+    # depthwise included, which the library may reject: then the NCHW path
+    # must take over) or none.
+    _rerun_in_fresh_process(gpu_device, PYFLAME_CONV_LAYOUT=layout)
+
+
+def test_conv_cudnn_legacy_api_fresh_process(gpu_device):
+    # PYFLAME_CUDNN_GRAPH=0: the 16-bit channels-last problems through
+    # cuDNN's legacy API (test_conv_half_graph_path checks nothing reaches
+    # the graph API), with the same results.
+    _rerun_in_fresh_process(gpu_device, PYFLAME_CUDNN_GRAPH="0")

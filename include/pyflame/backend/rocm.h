@@ -59,6 +59,20 @@ void warmup_memory_pool(int batch_size, const std::string& model_size);
 bool allow_tf32();
 void set_allow_tf32(bool on);
 
+// Convolutions through cuDNN's graph API (NVIDIA; backend/rocm/dnn.h):
+// whether the path is on (an NVIDIA build without PYFLAME_CUDNN_GRAPH=0),
+// execution plans built, problems it built none for (they run through the
+// legacy API), runs of a plan, and why the latest problem without a plan
+// has none. Zeros (off) on AMD and without a GPU backend.
+struct DnnGraphStats {
+  bool enabled = false;
+  uint64_t plans_built = 0;
+  uint64_t plans_failed = 0;
+  uint64_t runs = 0;
+  std::string last_failure;
+};
+DnnGraphStats dnn_graph_stats();
+
 // multi_stream (spec 000), off by default. Off: every evaluation on a device
 // shares its one compute stream, BLAS handle and workspace. On: each
 // evaluation takes a bundle of its own (compute stream, BLAS handle and

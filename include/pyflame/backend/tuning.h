@@ -7,6 +7,8 @@
 // (MIOpen GetSolution / cudnnGet*_v7). A cache file persists the entries:
 // set_cache_file loads it and every update rewrites it. Plain data: it works
 // (and is simply never consulted) in builds and on machines without a GPU.
+// The 16-bit channels-last problems that cuDNN's graph API plans on NVIDIA
+// keep their plans in memory instead (backend/rocm/dnn.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>

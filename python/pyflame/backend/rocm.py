@@ -56,6 +56,16 @@ def warmup_memory_pool(batch_size, model_size="medium"):
     _core._rocm_warmup_memory_pool(int(batch_size), model_size)
 
 
+def dnn_graph_stats():
+    """Counts of the cuDNN graph-API convolution path (NVIDIA: float16 and
+    bfloat16 channels-last convolutions; see src/backend/rocm/dnn.h), for
+    the process: dict with ``enabled`` (False on AMD, without a GPU, or with
+    PYFLAME_CUDNN_GRAPH=0), ``plans_built``, ``plans_failed`` (problems with
+    no plan, run through cuDNN's legacy API instead), ``runs`` and
+    ``last_failure`` (why the latest problem without a plan has none)."""
+    return _core._rocm_dnn_graph_stats()
+
+
 def set_allow_tf32(flag):
     """TF32 tensor cores for float32 matmul (NVIDIA). Off by default, so GPU
     results match the CPU; also set by PYFLAME_ALLOW_TF32=1."""

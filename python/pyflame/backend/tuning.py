@@ -7,7 +7,11 @@ NVIDIA), or that it rejected a channels-last problem, which then runs NCHW. It i
 consulted before any search. With exhaustive search on (the default) a miss
 times every candidate once (MIOpen Find / cudnnFind*Ex); off, the library's
 heuristic ranking (MIOpen GetSolution / cudnnGet*_v7) picks. A cache file
-persists the entries across processes.
+persists the entries across processes. On NVIDIA, float16 and bfloat16
+channels-last convolutions run through cuDNN's graph API instead, whose
+execution plans (from its heuristics) are kept in memory, not here; only
+problems it builds no plan for, or every problem under PYFLAME_CUDNN_GRAPH=0,
+are tuned and cached here (see ``pyflame.backend.rocm.dnn_graph_stats``).
 
 The cache is plain data: it works without a GPU, where nothing consults it.
 

@@ -35,6 +35,7 @@ void pinned_pool_clear() { unavailable("get_pinned_pool"); }
 size_t pinned_pool_cached_bytes() { unavailable("get_pinned_pool"); }
 void warmup_memory_pool(int, const std::string&) { unavailable("warmup_memory_pool"); }
 bool allow_tf32() { return false; }
+DnnGraphStats dnn_graph_stats() { return {}; }
 // Without a GPU there are no streams: the flag is kept and changes nothing.
 namespace {
 bool g_multi_stream = false;

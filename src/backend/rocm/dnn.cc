@@ -46,6 +46,11 @@ gpu::dnn_handle_t handle(DeviceContext& ctx) { return detail::handle_for(ctx).h;
 
 namespace detail {
 
+GraphCounters& graph_counters() {
+  static GraphCounters* c = new GraphCounters;  // process lifetime, like the plans it counts
+  return *c;
+}
+
 namespace {
 
 const std::string& arch_of(int device) {
@@ -402,3 +407,21 @@ bool batch_norm_inference(DeviceContext& ctx, Dtype dtype, const Shape& x_shape,
 }
 
 }  // namespace pyflame::backend::rocm::dnn
+
+namespace pyflame::backend::rocm {
+
+DnnGraphStats dnn_graph_stats() {
+  dnn::detail::GraphCounters& c = dnn::detail::graph_counters();
+  DnnGraphStats s;
+#if !defined(__HIP_PLATFORM_AMD__)
+  s.enabled = settings::cudnn_graph();
+#endif
+  s.plans_built = c.built.load();
+  s.plans_failed = c.failed.load();
+  s.runs = c.runs.load();
+  std::lock_guard lk(c.mu);
+  s.last_failure = c.last_failure;
+  return s;
+}
+
+}  // namespace pyflame::backend::rocm

@@ -1,6 +1,7 @@
 // DNN library wrapper (spec: ROCmDNN): convolution, pooling and batch
-// normalization through MIOpen on AMD and cuDNN 9 (its legacy API) on
-// NVIDIA, behind one platform-neutral interface. Each device/stream pair has
+// normalization through MIOpen on AMD and cuDNN 9 on NVIDIA (its legacy
+// API, and its graph API for 16-bit channels-last convolutions), behind one
+// platform-neutral interface. Each device/stream pair has
 // one library handle, created on first use bound to that stream and used by
 // one thread at a time. Tensors are dense row-major (N, C, *spatial) arrays
 // of float32, float16 or bfloat16; 1-d problems run as 2-d with a unit
@@ -29,9 +30,29 @@
 // NCHW (already within 10% of PyTorch there). PYFLAME_CONV_LAYOUT=nchw
 // turns the channels-last path off and =nhwc takes it for every floating
 // type and channel count (runtime/settings.h), to measure one against the
-// other. Code: dnn.cc holds the shared part (handles, problem keys, the
-// layout path, the API), dnn_cudnn.cc and dnn_miopen.cc the vendor calls,
-// behind dnn_vendor.h.
+// other.
+//
+// cuDNN's graph API. Even channels-last, cuDNN's legacy API picks no
+// tensor-core NHWC kernel for float16/bfloat16 on Hopper (a bf16 3x3
+// convolution: 147 us against PyTorch's 35.5 us on an H100). Its graph
+// ("backend") API does, as PyTorch uses it: on NVIDIA every 16-bit
+// channels-last batch chunk, in each direction, is an operation graph of one
+// convolution node (NHWC tensors, a KRSC filter, fp32 compute type); mode-A
+// heuristics rank engine configurations, and the first that finalizes into
+// an execution plan (skipping engines that convert inputs down or reduce in
+// reduced precision, and plans asking for more than the workspace limit) is
+// kept in memory per problem (shapes, strides, dtype, geometry, groups,
+// device, operand alignment) and handle. Its workspace comes from our
+// allocator on the evaluation's stream, and it runs on the handle bound to
+// that stream. A problem with no plan is remembered and runs through the
+// legacy API, which stays the reference; PYFLAME_CUDNN_GRAPH=0 sends every
+// problem there. Plans are chosen by heuristics, not timed, and are not in
+// the tuning cache. pyflame.backend.rocm.dnn_graph_stats() counts plans
+// built, problems without one (and why the latest has none) and runs.
+//
+// Code: dnn.cc holds the shared part (handles, problem keys, the layout
+// path, the API), dnn_cudnn.cc and dnn_miopen.cc the vendor calls and
+// dnn_cudnn_graph.cc the graph API, behind dnn_vendor.h.
 #pragma once
 #include <cstdint>
 #include <vector>

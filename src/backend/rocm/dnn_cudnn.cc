@@ -1,5 +1,7 @@
 // DNN library wrapper, the cuDNN half (NVIDIA; see dnn.h and dnn_vendor.h):
-// cuDNN 9's legacy API. cuDNN enums are mapped name to name, never cast.
+// cuDNN 9's legacy API, and the hand-off of 16-bit channels-last problems
+// to its graph API (dnn_cudnn_graph.cc). cuDNN enums are mapped name to
+// name, never cast.
 #if !defined(__HIP_PLATFORM_AMD__)
 #include <algorithm>
 #include <memory>
@@ -10,6 +12,7 @@
 #include "pyflame/backend/rocm.h"
 #include "pyflame/backend/tuning.h"
 #include "pyflame/errors.h"
+#include "runtime/settings.h"
 
 namespace pyflame::backend::rocm::dnn::detail {
 
@@ -18,9 +21,6 @@ const std::string& library_tag() {
   return tag;
 }
 
-namespace {
-
-
 cudnnDataType_t dnn_type(Dtype t) {
   switch (t) {
     case Dtype::Float16: return CUDNN_DATA_HALF;
@@ -28,6 +28,8 @@ cudnnDataType_t dnn_type(Dtype t) {
     default: return CUDNN_DATA_FLOAT;
   }
 }
+
+namespace {
 
 bool soft_failure(cudnnStatus_t st) {
   const int cat = CUDNN_STATUS_CATEGORY(static_cast<int>(st));
@@ -137,6 +139,7 @@ const Perf* first_usable(const Perf* perf, int n, size_t limit) {
 // Per-direction cuDNN calls for conv_chunk. The output is y for the forward
 // pass and x for the backward-data pass (conv_transpose).
 struct ConvFwd {
+  static constexpr ConvDir dir = ConvDir::Forward;
   using XPtr = const void*;
   using WPtr = const void*;
   using YPtr = void*;
@@ -167,6 +170,7 @@ struct ConvFwd {
 };
 
 struct ConvBwdData {
+  static constexpr ConvDir dir = ConvDir::BackwardData;
   using XPtr = void*;
   using WPtr = const void*;
   using YPtr = const void*;
@@ -199,6 +203,7 @@ struct ConvBwdData {
 // The backward-filter pass (the weight gradient): w is the output, x and y
 // (the output cotangent) the inputs.
 struct ConvBwdWeights {
+  static constexpr ConvDir dir = ConvDir::BackwardWeights;
   using XPtr = const void*;
   using WPtr = void*;
   using YPtr = const void*;
@@ -228,10 +233,17 @@ struct ConvBwdWeights {
   }
 };
 
-// Algorithm selection shared by all directions: tuning-cache hit (algo and
-// math type), else exhaustive FindEx or heuristic Get_v7, then cache. A
-// channels-last problem cuDNN rejects (bad parameter or not supported, at
-// any step) is cached as kRejected and returns false.
+// The graph API takes the 16-bit channels-last problems (the tensor-core
+// NHWC kernels the legacy API does not pick) unless PYFLAME_CUDNN_GRAPH=0.
+bool use_graph(const Lifted& L, Dtype dt) {
+  return L.channels_last && (dt == Dtype::Float16 || dt == Dtype::BFloat16) && settings::cudnn_graph();
+}
+
+// Algorithm selection shared by all directions: the graph API where it
+// builds a plan (use_graph), else tuning-cache hit (algo and math type),
+// else exhaustive FindEx or heuristic Get_v7, then cache. A channels-last
+// problem cuDNN rejects (bad parameter or not supported, at any step) is
+// cached as kRejected and returns false.
 template <class Dir>
 bool conv_chunk(DeviceContext& ctx, const ConvProblem& p, typename Dir::XPtr x, typename Dir::WPtr w,
                 typename Dir::YPtr y) {
@@ -240,6 +252,7 @@ bool conv_chunk(DeviceContext& ctx, const ConvProblem& p, typename Dir::XPtr x, 
   const char* fn = Dir::fn;
   const Lifted L = lift(p, fn);
   const bool cl = L.channels_last;
+  if (use_graph(L, p.dtype) && conv_graph_chunk(ctx, Dir::dir, L, p.dtype, p.groups, x, w, y)) return true;
   MIOpenTuningCache& cache = get_tuning_cache();
   const std::string key = conv_key(Dir::key_prefix, L, p.dtype, p.groups, ctx.device);
   const bool exhaustive = cache.exhaustive_search();

@@ -1,13 +1,16 @@
 // Between the shared half of the DNN wrapper (dnn.cc: handles, problem
 // keys, batch chunks, the channels-last path, the API of dnn.h) and its
-// vendor halves (dnn_cudnn.cc, dnn_miopen.cc; each compiles to nothing on
-// the other platform). Library enums stay in the vendor files.
+// vendor halves (dnn_cudnn.cc with dnn_cudnn_graph.cc, dnn_miopen.cc; each
+// compiles to nothing on the other platform). Library enums stay in the
+// vendor files; the cuDNN section below is what the two cuDNN files share.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/rocm/dnn.h"
@@ -79,6 +82,36 @@ const std::string& library_tag();
 bool conv_forward_chunk(DeviceContext& ctx, const ConvProblem& p, const void* x, const void* w, void* y);
 bool conv_backward_data_chunk(DeviceContext& ctx, const ConvProblem& p, void* x, const void* w, const void* y);
 bool conv_backward_weights_chunk(DeviceContext& ctx, const ConvProblem& p, const void* x, void* w, const void* y);
+
+// Counts of the cuDNN graph path (dnn_cudnn_graph.cc; zeros elsewhere),
+// for dnn_graph_stats (pyflame/backend/rocm.h).
+struct GraphCounters {
+  std::atomic<uint64_t> built{0}, failed{0}, runs{0};
+  std::mutex mu;
+  std::string last_failure;  // why the latest problem without a plan has none
+  void note_failure(std::string why) {
+    failed.fetch_add(1);
+    std::lock_guard lk(mu);
+    last_failure = std::move(why);
+  }
+};
+GraphCounters& graph_counters();
+
+#if !defined(__HIP_PLATFORM_AMD__)
+// ---- cuDNN only (dnn_cudnn.cc, dnn_cudnn_graph.cc)
+
+cudnnDataType_t dnn_type(Dtype t);
+
+enum class ConvDir { Forward, BackwardData, BackwardWeights };
+
+// One chunk of a channels-last float16/bfloat16 convolution through cuDNN's
+// graph API (its operands as in conv_*_chunk; the output is y, x or w by
+// direction), with the plan of this problem and handle built on first use.
+// False, having launched nothing, when cuDNN builds no plan for it: the
+// caller runs the legacy API. A plan that fails to run throws.
+bool conv_graph_chunk(DeviceContext& ctx, ConvDir dir, const Lifted& L, Dtype dt, int64_t groups, const void* x,
+                      const void* w, const void* y);
+#endif
 
 // dst += src for two dense arrays of `dims` (the same memory order).
 void accumulate(DeviceContext& ctx, Dtype dtype, const std::vector<int>& dims, void* dst, const void* src);
