@@ -61,19 +61,18 @@ class Attention : public Primitive {
 // epilogues"). Recorded by matmul and add on a GPU, with fusion on and no
 // gradient recorded. Inputs, in order:
 //   Rms:  h (1, K), g (K) float32: x = rms_norm(h, g, eps);
-//   Gate: a (1, K), b (1, K) (any unit-stride views): x = silu(a) * b;
 //   None: x (1, K);
 // then w (K, N), then with `add` r (1, N): y = y + r. Every step rounds to
 // the dtype as the unfused ops do.
 class FusedGemv : public Primitive {
  public:
-  enum class Prologue : uint8_t { None, Rms, Gate };
+  enum class Prologue : uint8_t { None, Rms };
   FusedGemv(Prologue p, double e, bool a) : prologue(p), eps(e), add(a) {}
   const char* name() const override { return "fused_gemv"; }
   PF_PARAMS(prologue, eps, add)
   PF_EVAL_DECLS
   // Inputs the prologue reads (w follows them).
-  int prologue_inputs() const { return prologue == Prologue::None ? 1 : 2; }
+  int prologue_inputs() const { return prologue == Prologue::Rms ? 2 : 1; }
   // The same values through the unfused primitives, one kernel each: the
   // CPU's path and the GPU's for layouts the fused kernel does not take.
   void eval_unfused(const std::vector<Tensor>& in, Tensor& out) const;

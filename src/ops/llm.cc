@@ -316,17 +316,7 @@ std::optional<Tensor> fold_gemv_prologue(const Tensor& a, const Tensor& b) {
     return Tensor::make({1, b.shape(1)}, a.dtype(), a.device(),
                         std::make_shared<FusedGemv>(P::Rms, norm->eps, false), {in[0], in[1], b});
   }
-  // silu(x) * y, each of a's shape (no broadcast) and dtype.
-  const auto* mul = pending<Binary>(a);
-  if (!mul || mul->op != BinaryOp::Mul || mul->has_scalar()) return std::nullopt;
-  const auto* act = pending<Unary>(in[0]);
-  if (!act || act->op != UnaryOp::Silu) return std::nullopt;
-  const Tensor &x = in[0].inputs()[0], &y = in[1];
-  for (const Tensor* t : {&x, &y}) {
-    if (t->shape() != a.shape() || t->dtype() != a.dtype() || t->strides()[1] != 1) return std::nullopt;
-  }
-  return Tensor::make({1, b.shape(1)}, a.dtype(), a.device(), std::make_shared<FusedGemv>(P::Gate, 0.0, false),
-                      {x, y, b});
+  return std::nullopt;
 }
 
 std::optional<Tensor> fold_gemv_epilogue(const Tensor& a, const Tensor& b) {
@@ -375,13 +365,6 @@ void FusedGemv::eval_unfused(const std::vector<Tensor>& in, Tensor& out) const {
     x = scratch(in[0].shape(), out);
     RMSNorm norm(eps, true);
     run(norm, {in[0], in[1]}, x);
-  } else if (prologue == Prologue::Gate) {
-    Tensor s = scratch(in[0].shape(), out);
-    Unary silu(UnaryOp::Silu);
-    run(silu, {in[0]}, s);
-    x = scratch(in[0].shape(), out);
-    Binary mul(BinaryOp::Mul);
-    run(mul, {s, in[1]}, x);
   }
   const size_t w = prologue_inputs();
   Matmul mm;

@@ -33,8 +33,8 @@ Tensor attention_composed(const Tensor& q, const Tensor& k, const Tensor& v, boo
                           const std::optional<Tensor>& offset_t = std::nullopt);
 
 // Decode-step projections folded into one GPU kernel (ops/llm.cc,
-// docs/design/fusion.md): matmul(a, b) with a pending rms_norm or
-// silu(x) * y as a, and add(a, b) with a pending one-row product as either
+// docs/design/fusion.md): matmul(a, b) with a pending rms_norm as a, and
+// add(a, b) with a pending one-row product as either
 // operand. The folded node, or nothing when the pattern does not apply.
 std::optional<Tensor> fold_gemv_prologue(const Tensor& a, const Tensor& b);
 std::optional<Tensor> fold_gemv_epilogue(const Tensor& a, const Tensor& b);

@@ -1,5 +1,5 @@
 // GEMV kernels: the batch-1 path of matmul (try_gemv) and FusedGemv, a
-// decode step's projection with the rms_norm or silu gate before it and the
+// decode step's projection with the rms_norm before it and the
 // residual add after it in the same kernel (docs/design/fusion.md).
 #include <algorithm>
 #include <type_traits>
@@ -144,14 +144,13 @@ __global__ void gemv_finish(const float* part, T* y, int64_t O, int splits) {
 // kernels would store it, then runs gemv_rows' loop over its rows against
 // it; the residual add rounds the product first, as the unfused add reads it.
 
-enum GemvPrologue { kProNone, kProRms, kProGate };
+enum GemvPrologue { kProNone, kProRms };
 
 template <typename T>
 struct FusedGemvArgs {
   const T* w;
   int64_t ws_o;
-  const T* x;   // the row (None), h (Rms) or silu's input (Gate)
-  const T* x2;  // Gate: the other factor
+  const T* x;   // the row (None) or the norm's input (Rms)
   const float* g;  // Rms: the norm's weight
   const T* r;   // the residual, when adding
   T* y;
@@ -194,17 +193,6 @@ __device__ void gemv_prologue(const FusedGemvArgs<T>& p, T* xs) {
         float v = static_cast<float>(q.v[k]) * rstd;
         v *= p.g[j + k];
         o.v[k] = T(v);
-      }
-      *reinterpret_cast<P*>(xs + j) = o;
-    }
-  } else if constexpr (kPro == kProGate) {
-    for (int64_t j = int64_t(threadIdx.x) * V; j < K; j += step) {
-      const P a = *reinterpret_cast<const P*>(p.x + j), b = *reinterpret_cast<const P*>(p.x2 + j);
-      P o;
-#pragma unroll
-      for (int k = 0; k < V; ++k) {
-        const T s = T(unary_apply<UnaryOp::Silu>(static_cast<float>(a.v[k])));
-        o.v[k] = T(binary_apply<BinaryOp::Mul>(static_cast<float>(s), static_cast<float>(b.v[k])));
       }
       *reinterpret_cast<P*>(xs + j) = o;
     }
@@ -261,9 +249,6 @@ bool launch_fused_gemv(const FusedGemv& f, const std::vector<Tensor>& in, Tensor
     p.g = in[1].data<float>();
     p.eps = static_cast<float>(f.eps);
     if (!aligned16(p.g) || !norm_geometry(K, V, p.norm_threads, p.norm_iters)) return false;
-  } else if (f.prologue == FusedGemv::Prologue::Gate) {
-    p.x2 = in[1].data<T>();
-    if (in[1].strides()[1] != 1 || !aligned16(p.x2)) return false;
   }
   if (f.add) {
     p.r = in[np + 1].data<T>();
@@ -299,11 +284,8 @@ bool launch_fused_gemv(const FusedGemv& f, const std::vector<Tensor>& in, Tensor
     if (f.add) go(pro, std::true_type{});
     else go(pro, std::false_type{});
   };
-  switch (f.prologue) {
-    case FusedGemv::Prologue::Rms: with_add(std::integral_constant<int, kProRms>{}); break;
-    case FusedGemv::Prologue::Gate: with_add(std::integral_constant<int, kProGate>{}); break;
-    default: with_add(std::integral_constant<int, kProNone>{}); break;
-  }
+  if (f.prologue == FusedGemv::Prologue::Rms) with_add(std::integral_constant<int, kProRms>{});
+  else with_add(std::integral_constant<int, kProNone>{});
   PF_HIP_CHECK_LAUNCH();
   return true;
 }
