@@ -203,7 +203,7 @@ def test_launcher_spawn_ends_the_others_and_sets_environment(tmp_path):
                       "time.sleep(60)\n")
     t0 = time.monotonic()
     rc, out = spawn([str(script), "--x"])
-    assert rc == 5 and time.monotonic() - t0 < 20, out
+    assert rc == 5 and time.monotonic() - t0 < 45, out  # well short of rank 0's 60 s sleep
     assert "ENV 0 2 0 127.0.0.1 ['--x']" in out and "ENV 1 2 1 127.0.0.1 ['--x']" in out, out
 
 

@@ -212,7 +212,7 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_fused(FusedGemvArgs<T> p) {
   T* y = p.y;
   gemv_rows_loop<T, true, S, U>(
       p.w, p.ws_o, xs, 1, p.O, p.K,
-      [r, y](int64_t o, float s) {
+      [=](int64_t o, float s) {
         T v = T(s);
         if constexpr (kAdd) v = T(binary_apply<BinaryOp::Add>(static_cast<float>(v), static_cast<float>(r[o])));
         y[o] = v;
