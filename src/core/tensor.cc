@@ -230,12 +230,27 @@ void Tensor::set_grad(const Tensor& g) {
   old = std::exchange(node_->grad, g.node_ptr());
 }
 
+namespace {
+std::mutex g_binding_mu;  // Node::binding of every node (set once, rarely read)
+}
+
+std::shared_ptr<Binding> binding_of(const Node* n) {
+  std::lock_guard<std::mutex> lock(g_binding_mu);
+  return n->binding;
+}
+
+std::shared_ptr<Binding> install_binding(Node* n, std::shared_ptr<Binding> fresh) {
+  std::lock_guard<std::mutex> lock(g_binding_mu);
+  if (!n->binding) n->binding = std::move(fresh);
+  return n->binding;
+}
+
 void Tensor::rebind(const Tensor& other) {
-  std::shared_ptr<Binding> b = node_ ? node_->binding : nullptr;
-  if (node_ && !b) b = node_->binding = std::make_shared<Binding>();
+  std::shared_ptr<Binding> b = node_ ? binding_of(node_.get()) : nullptr;
+  if (node_ && !b) b = install_binding(node_.get(), std::make_shared<Binding>());
   node_ = other.node_;
   if (!b || !node_) return;
-  if (!node_->binding) node_->binding = b;
+  install_binding(node_.get(), b);
   std::lock_guard<std::mutex> lock(b->mu);
   b->latest = node_;
 }

@@ -177,7 +177,7 @@ std::optional<Program::Result> Program::replay_graph(const std::vector<Tensor>& 
     ready.insert(ready.end(), caps.begin(), caps.end());
     eval(ready);
   }
-  std::lock_guard<std::mutex> lock(g.mu);
+  std::unique_lock<std::mutex> lock(g.mu);
   if (g.never) return std::nullopt;
   if (g.exec) {
     for (size_t i = 0; i < caps.size(); ++i) {
@@ -239,6 +239,9 @@ std::optional<Program::Result> Program::replay_graph(const std::vector<Tensor>& 
     g.invalidate("the memory pool was released: clear_pool or out-of-memory recovery");
     return std::nullopt;
   }
+  // Enqueued: the next replay (any thread) is ordered after this one by the
+  // graph's event, so this call waits for its results without the lock.
+  lock.unlock();
   ev.finish();
   return results(v);
 }

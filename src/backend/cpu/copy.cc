@@ -30,8 +30,20 @@ void copy_typed(const Tensor& src, T* dst) {
 }
 }  // namespace
 
+namespace {
+// Up to this size a row-major copy is one memcpy on the calling thread: a
+// download's last step (Tensor::copy_to_host) must not start an OpenMP team
+// on every thread that reads a result (multi_stream workers would each keep
+// one spinning). Larger copies are split over the cores.
+constexpr size_t kSerialCopyBytes = 16u << 20;
+}  // namespace
+
 void copy_strided_to_contiguous(const Tensor& src, void* dst) {
   if (src.size() == 0) return;
+  if (src.is_row_contiguous() && src.nbytes() <= kSerialCopyBytes) {
+    std::memcpy(dst, src.raw_data(), src.nbytes());
+    return;
+  }
   switch (src.itemsize()) {
     case 1: copy_typed(src, static_cast<uint8_t*>(dst)); break;
     case 2: copy_typed(src, static_cast<uint16_t*>(dst)); break;
