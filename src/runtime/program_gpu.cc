@@ -10,6 +10,7 @@
 // data-dependent shape inside a kernel) runs uncaptured, with one warning
 // saying why.
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 
@@ -27,7 +28,7 @@ struct Program::Graph {
   std::mutex mu;
   int device = 0;
   int invalidations = 0;
-  bool never = false;                       // uncaptured from now on
+  std::atomic<bool> never{false};           // uncaptured from now on (read before the lock too)
   std::shared_ptr<GpuGraph> exec;
   std::vector<std::shared_ptr<Buffer>> inputs;  // per argument: the graph reads it
   std::vector<std::shared_ptr<Buffer>> baked;   // per captured tensor: the buffer the graph reads
