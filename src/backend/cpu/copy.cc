@@ -31,11 +31,10 @@ void copy_typed(const Tensor& src, T* dst) {
 }  // namespace
 
 namespace {
-// Up to this size a row-major copy is one memcpy on the calling thread: a
-// download's last step (Tensor::copy_to_host) must not start an OpenMP team
-// on every thread that reads a result (multi_stream workers would each keep
-// one spinning). Larger copies are split over the cores.
-constexpr size_t kSerialCopyBytes = 16u << 20;
+// Up to this size a row-major copy is one memcpy on the calling thread:
+// starting an OpenMP team costs more than it saves, and threads copying at
+// once would each start one. Larger copies are split over the cores.
+constexpr size_t kSerialCopyBytes = 1u << 20;
 }  // namespace
 
 void copy_strided_to_contiguous(const Tensor& src, void* dst) {
