@@ -423,7 +423,7 @@ void PinnedMemoryPool::reclaim_locked() {
 }
 
 PinnedMemoryPool::Block PinnedMemoryPool::acquire_shared(size_t size) {
-  std::lock_guard lk(mu_);
+  std::unique_lock lk(mu_);
   reclaim_locked();
   auto it = free_.lower_bound(size);
   if (it != free_.end() && fits(it->first, size)) {
@@ -431,6 +431,7 @@ PinnedMemoryPool::Block PinnedMemoryPool::acquire_shared(size_t size) {
     free_.erase(it);
     return b;
   }
+  lk.unlock();  // page-locking takes long: other threads go on meanwhile
   void* p = nullptr;
   hipError_t err = hipHostMalloc(&p, size, hipHostMallocDefault);
   if (err == hipErrorOutOfMemory) {
@@ -439,6 +440,7 @@ PinnedMemoryPool::Block PinnedMemoryPool::acquire_shared(size_t size) {
                                                      std::to_string(size) + " bytes"));
   }
   PF_HIP_CHECK(err);
+  lk.lock();
   sizes_[p] = size;
   return {p, size};
 }
