@@ -81,7 +81,9 @@ struct Node {
   std::shared_ptr<std::atomic<uint32_t>> version;
   std::vector<uint32_t> input_versions;
   uint64_t id = 0;
-  std::shared_ptr<Binding> binding;  // null until rebound (or captured by a trace)
+  // Null until rebound (or captured by a trace); read and set through
+  // binding_of / install_binding below.
+  std::shared_ptr<Binding> binding;
   // Pending until an evaluation claims it (Running), Done once its buffer is
   // published. A node made with data may still read Pending: its first
   // evaluation marks it Done without computing.
@@ -92,6 +94,13 @@ struct Node {
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 };
+
+// A node's Binding (null if none), and the one it has after installing
+// `fresh` when it had none. Under a lock: threads tracing functions over one
+// shared tensor (a weight every thread's compiled function captures) may
+// give it a Binding at the same time.
+std::shared_ptr<Binding> binding_of(const Node* n);
+std::shared_ptr<Binding> install_binding(Node* n, std::shared_ptr<Binding> fresh);
 
 class Tensor {
  public:

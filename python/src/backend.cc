@@ -38,10 +38,10 @@ void init_backend(nb::module_& m) {
     r::memory_info(dev(d), &free_b, &total_b);
     return std::make_pair(free_b, total_b);
   });
-  m.def("_rocm_pinned_warmup", &r::pinned_pool_warmup);
-  m.def("_rocm_pinned_clear", &r::pinned_pool_clear);
+  m.def("_rocm_pinned_warmup", &r::pinned_pool_warmup, nb::call_guard<nb::gil_scoped_release>());
+  m.def("_rocm_pinned_clear", &r::pinned_pool_clear, nb::call_guard<nb::gil_scoped_release>());
   m.def("_rocm_pinned_cached_bytes", &r::pinned_pool_cached_bytes);
-  m.def("_rocm_warmup_memory_pool", &r::warmup_memory_pool);
+  m.def("_rocm_warmup_memory_pool", &r::warmup_memory_pool, nb::call_guard<nb::gil_scoped_release>());
   m.def("_rocm_dnn_graph_stats", []() {
     r::DnnGraphStats s = r::dnn_graph_stats();
     nb::dict out;

@@ -60,6 +60,12 @@ Tensor from_numpy(nb::handle array, const char* fn) {
   else throw ValueError(errmsg(fn, "unsupported array dtype"));
   Shape shape(arr.ndim());
   for (size_t i = 0; i < arr.ndim(); ++i) shape[i] = static_cast<int64_t>(arr.shape(i));
+  // A large copy runs without the GIL (arr keeps the array alive), so
+  // threads feeding their own evaluations overlap here too.
+  if (arr.nbytes() >= (size_t(1) << 16)) {
+    nb::gil_scoped_release release;
+    return Tensor::from_host(arr.data(), shape, t);
+  }
   return Tensor::from_host(arr.data(), shape, t);
 }
 

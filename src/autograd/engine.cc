@@ -160,7 +160,7 @@ void propagate(const std::vector<Tensor>& outputs, const std::vector<Tensor>& se
 std::atomic<uint64_t> g_next_hook{1};
 
 std::vector<GradHook> hooks_of(const Tensor& leaf) {
-  std::shared_ptr<Binding> b = leaf.node()->binding;
+  std::shared_ptr<Binding> b = binding_of(leaf.node());
   if (!b) return {};
   std::lock_guard<std::mutex> lock(b->mu);
   std::vector<GradHook> out;
@@ -288,20 +288,23 @@ uint64_t register_post_accumulate_grad_hook(const Tensor& leaf, GradHook hook) {
                                     (leaf.defined() ? leaf.str() : std::string("an undefined tensor"))));
   Node* n = leaf.node();
   std::lock_guard<std::recursive_mutex> walk(g_autograd_mu);  // no backward reads the list meanwhile
-  if (!n->binding) {
-    n->binding = std::make_shared<Binding>();
-    n->binding->latest = leaf.node_ptr();
+  std::shared_ptr<Binding> b = binding_of(n);
+  if (!b) {
+    auto fresh = std::make_shared<Binding>();
+    fresh->latest = leaf.node_ptr();
+    b = install_binding(n, std::move(fresh));
   }
-  std::lock_guard<std::mutex> lock(n->binding->mu);
-  if (!n->binding->grad_hooks) n->binding->grad_hooks = std::make_shared<GradHookList>();
+  std::lock_guard<std::mutex> lock(b->mu);
+  if (!b->grad_hooks) b->grad_hooks = std::make_shared<GradHookList>();
   uint64_t id = g_next_hook++;
-  n->binding->grad_hooks->hooks.emplace_back(id, std::move(hook));
+  b->grad_hooks->hooks.emplace_back(id, std::move(hook));
   return id;
 }
 
 void remove_post_accumulate_grad_hook(const Tensor& leaf, uint64_t id) {
-  if (!leaf.defined() || !leaf.node()->binding) return;
-  std::shared_ptr<Binding> b = leaf.node()->binding;
+  if (!leaf.defined()) return;
+  std::shared_ptr<Binding> b = binding_of(leaf.node());
+  if (!b) return;
   std::lock_guard<std::mutex> lock(b->mu);
   if (!b->grad_hooks) return;
   auto& h = b->grad_hooks->hooks;

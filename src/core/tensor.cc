@@ -230,12 +230,27 @@ void Tensor::set_grad(const Tensor& g) {
   old = std::exchange(node_->grad, g.node_ptr());
 }
 
+namespace {
+std::mutex g_binding_mu;  // Node::binding of every node (set once, rarely read)
+}
+
+std::shared_ptr<Binding> binding_of(const Node* n) {
+  std::lock_guard<std::mutex> lock(g_binding_mu);
+  return n->binding;
+}
+
+std::shared_ptr<Binding> install_binding(Node* n, std::shared_ptr<Binding> fresh) {
+  std::lock_guard<std::mutex> lock(g_binding_mu);
+  if (!n->binding) n->binding = std::move(fresh);
+  return n->binding;
+}
+
 void Tensor::rebind(const Tensor& other) {
-  std::shared_ptr<Binding> b = node_ ? node_->binding : nullptr;
-  if (node_ && !b) b = node_->binding = std::make_shared<Binding>();
+  std::shared_ptr<Binding> b = node_ ? binding_of(node_.get()) : nullptr;
+  if (node_ && !b) b = install_binding(node_.get(), std::make_shared<Binding>());
   node_ = other.node_;
   if (!b || !node_) return;
-  if (!node_->binding) node_->binding = b;
+  install_binding(node_.get(), b);
   std::lock_guard<std::mutex> lock(b->mu);
   b->latest = node_;
 }
@@ -278,6 +293,13 @@ void Tensor::copy_to_host(void* dst) const {
   runtime::trace_host_read("a host read (item(), numpy(), bool() or a copy to the host)");
   Tensor h = device().is_cpu() ? *this : to_device(*this, Device::cpu());
   h.eval();
+  if (!device().is_cpu()) {
+    // A download lands in a fresh row-major host buffer: one memcpy on this
+    // thread, never an OpenMP team (threads reading results at once would
+    // each start and keep one).
+    if (h.nbytes()) std::memcpy(dst, h.raw_data(), h.nbytes());
+    return;
+  }
   runtime::copy_host_contiguous(h, dst);
 }
 

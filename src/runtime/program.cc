@@ -102,8 +102,9 @@ Program::Program(const Trace& t, const std::vector<Tensor>& args, const std::vec
   for (const auto& v : rebound) {
     rebound_.push_back(value_of(t, v.node_ptr()));
     int32_t cap = -1;
-    for (size_t c = 0; c < captured_.size() && v.node()->binding; ++c) {
-      if (captured_[c].binding == v.node()->binding) cap = static_cast<int32_t>(c);
+    const std::shared_ptr<Binding> b = binding_of(v.node());
+    for (size_t c = 0; c < captured_.size() && b; ++c) {
+      if (captured_[c].binding == b) cap = static_cast<int32_t>(c);
     }
     rebound_cap_.push_back(cap);
   }
@@ -143,7 +144,8 @@ int32_t Program::capture(const Trace& t, const std::shared_ptr<Node>& n) {
     // The .grad the function read, unless a handle holding the same node
     // was rebound by the function (a momentum buffer that began as a
     // gradient): then it is that handle's value.
-    std::shared_ptr<Node> latest = n->binding ? n->binding->current() : nullptr;
+    const std::shared_ptr<Binding> had = binding_of(n.get());
+    std::shared_ptr<Node> latest = had ? had->current() : nullptr;
     for (const auto& [owner, g] : t.grad_reads) {
       if (g == n && !(latest && t.recorded(latest.get()))) {
         c.grad_of = value_of(t, owner);
@@ -151,14 +153,14 @@ int32_t Program::capture(const Trace& t, const std::shared_ptr<Node>& n) {
       }
     }
     if (c.grad_of < 0) {
-      if (!n->binding) n->binding = std::make_shared<Binding>();
-      std::lock_guard<std::mutex> lock(n->binding->mu);
-      std::shared_ptr<Node> latest = n->binding->latest.lock();
-      if (!latest) n->binding->latest = latest = n;
+      const std::shared_ptr<Binding> b = had ? had : install_binding(n.get(), std::make_shared<Binding>());
+      std::lock_guard<std::mutex> lock(b->mu);
+      std::shared_ptr<Node> latest = b->latest.lock();
+      if (!latest) b->latest = latest = n;
       // An older version someone still holds is that version, not its
       // handle's latest; a version the trace itself rebound was the latest
       // when the trace began.
-      if (latest == n || t.recorded(latest.get())) c.binding = n->binding;
+      if (latest == n || t.recorded(latest.get())) c.binding = b;
       else c.constant = n;
     }
   }

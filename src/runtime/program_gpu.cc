@@ -10,6 +10,7 @@
 // data-dependent shape inside a kernel) runs uncaptured, with one warning
 // saying why.
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 
@@ -27,7 +28,7 @@ struct Program::Graph {
   std::mutex mu;
   int device = 0;
   int invalidations = 0;
-  bool never = false;                       // uncaptured from now on
+  std::atomic<bool> never{false};           // uncaptured from now on (read before the lock too)
   std::shared_ptr<GpuGraph> exec;
   std::vector<std::shared_ptr<Buffer>> inputs;  // per argument: the graph reads it
   std::vector<std::shared_ptr<Buffer>> baked;   // per captured tensor: the buffer the graph reads
@@ -177,7 +178,7 @@ std::optional<Program::Result> Program::replay_graph(const std::vector<Tensor>& 
     ready.insert(ready.end(), caps.begin(), caps.end());
     eval(ready);
   }
-  std::lock_guard<std::mutex> lock(g.mu);
+  std::unique_lock<std::mutex> lock(g.mu);
   if (g.never) return std::nullopt;
   if (g.exec) {
     for (size_t i = 0; i < caps.size(); ++i) {
@@ -239,6 +240,9 @@ std::optional<Program::Result> Program::replay_graph(const std::vector<Tensor>& 
     g.invalidate("the memory pool was released: clear_pool or out-of-memory recovery");
     return std::nullopt;
   }
+  // Enqueued: the next replay (any thread) is ordered after this one by the
+  // graph's event, so this call waits for its results without the lock.
+  lock.unlock();
   ev.finish();
   return results(v);
 }

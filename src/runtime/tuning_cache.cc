@@ -8,6 +8,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <mutex>
+#include <shared_mutex>
 #include <sstream>
 
 #include "pyflame/errors.h"
@@ -24,22 +26,22 @@ MIOpenTuningCache::MIOpenTuningCache(Config config) : config_(std::move(config))
 }
 
 void MIOpenTuningCache::enable_exhaustive_search(bool enable) {
-  std::lock_guard lk(mu_);
+  std::unique_lock lk(mu_);
   config_.enable_exhaustive_search = enable;
 }
 
 bool MIOpenTuningCache::exhaustive_search() const {
-  std::lock_guard lk(mu_);
+  std::shared_lock lk(mu_);
   return config_.enable_exhaustive_search;
 }
 
 void MIOpenTuningCache::enable_caching(bool enable) {
-  std::lock_guard lk(mu_);
+  std::unique_lock lk(mu_);
   config_.enable_caching = enable;
 }
 
 void MIOpenTuningCache::set_cache_file(const std::string& path) {
-  std::lock_guard lk(mu_);
+  std::unique_lock lk(mu_);
   const Config before = config_;
   config_.cache_file = path;
   config_.enable_persistence = !path.empty();
@@ -54,14 +56,15 @@ void MIOpenTuningCache::set_cache_file(const std::string& path) {
 }
 
 std::string MIOpenTuningCache::cache_file() const {
-  std::lock_guard lk(mu_);
+  std::shared_lock lk(mu_);
   return config_.cache_file;
 }
 
 void MIOpenTuningCache::clear() {
-  std::lock_guard lk(mu_);
+  std::unique_lock lk(mu_);
   entries_.clear();
-  hits_ = misses_ = 0;
+  hits_ = 0;
+  misses_ = 0;
   try {
     save_locked();
   } catch (const std::exception&) {
@@ -70,12 +73,12 @@ void MIOpenTuningCache::clear() {
 }
 
 MIOpenTuningCache::Stats MIOpenTuningCache::get_stats() const {
-  std::lock_guard lk(mu_);
-  return {hits_, misses_, entries_.size()};
+  std::shared_lock lk(mu_);
+  return {hits_.load(), misses_.load(), entries_.size()};
 }
 
 std::optional<MIOpenTuningCache::Entry> MIOpenTuningCache::lookup(const std::string& key) {
-  std::lock_guard lk(mu_);
+  std::shared_lock lk(mu_);
   if (config_.enable_caching) {
     auto it = entries_.find(key);
     if (it != entries_.end() && (it->second.exhaustive || !config_.enable_exhaustive_search)) {
@@ -88,7 +91,7 @@ std::optional<MIOpenTuningCache::Entry> MIOpenTuningCache::lookup(const std::str
 }
 
 void MIOpenTuningCache::insert(const std::string& key, const Entry& entry) {
-  std::lock_guard lk(mu_);
+  std::unique_lock lk(mu_);
   if (!config_.enable_caching) return;
   entries_[key] = entry;
   try {
@@ -100,7 +103,7 @@ void MIOpenTuningCache::insert(const std::string& key, const Entry& entry) {
 }
 
 std::vector<std::pair<std::string, MIOpenTuningCache::Entry>> MIOpenTuningCache::entries() const {
-  std::lock_guard lk(mu_);
+  std::shared_lock lk(mu_);
   return {entries_.begin(), entries_.end()};
 }
 

@@ -2,6 +2,7 @@
 // oracle: the same ops, recorded and evaluated as usual).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <thread>
 
@@ -110,6 +111,39 @@ TEST(Compile, ThreadsReplayTheirOwnFunctions) {
   }
   for (auto& t : ts) t.join();
   EXPECT_EQ(got, want);
+}
+
+// Threads tracing at once over one shared weight (multi_stream's workload:
+// every thread's own function captures the same layers) give its node one
+// Binding between them: after the handle is rebound, every function reads
+// the new value without tracing again.
+TEST(Compile, ThreadsTraceOverOneSharedWeight) {
+  constexpr int kThreads = 8;
+  Tensor w = randn({8, 8});
+  w.eval();
+  std::vector<Tensor> xs;
+  for (int i = 0; i < kThreads; ++i) xs.push_back(randn({4, 8}));
+  eval(xs);
+  auto body = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(matmul(in[0], w))}; };
+  std::vector<CompiledFunction> fns;
+  for (int i = 0; i < kThreads; ++i) fns.push_back(compile(body));
+  std::vector<std::vector<float>> got(kThreads);
+  std::atomic<int> ready{0};
+  std::vector<std::thread> ts;
+  for (int i = 0; i < kThreads; ++i) {
+    ts.emplace_back([&, i] {
+      ready.fetch_add(1);
+      while (ready.load() < kThreads) std::this_thread::yield();  // trace together
+      got[i] = host(fns[i]({xs[i]})[0]);
+    });
+  }
+  for (auto& t : ts) t.join();
+  for (int i = 0; i < kThreads; ++i) EXPECT_EQ(got[i], host(relu(matmul(xs[i], w)))) << "thread " << i;
+  w.rebind(mul(Tensor(w), full({}, -2.0f)));  // the old version is held by no one now
+  for (int i = 0; i < kThreads; ++i) {
+    EXPECT_EQ(host(fns[i]({xs[i]})[0]), host(relu(matmul(xs[i], w)))) << "function " << i;
+    EXPECT_EQ(fns[i].traces(), 1) << "function " << i;
+  }
 }
 
 // On a GPU: replays launch a captured graph (multi_stream off and on), and

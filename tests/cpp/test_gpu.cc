@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <thread>
 
 #include "backend/rocm/memory.h"
@@ -387,6 +388,57 @@ TEST_F(Gpu, MemoryManagerCachesAndCounts) {
   auto& pool = backend::rocm::get_pinned_pool();
   pool.warmup({4096, 1 << 20});
   EXPECT_GE(pool.cached_bytes(), size_t(1) << 20);
+}
+
+// The pinned pool's per-thread caches: a thread reuses its own blocks
+// (released at once or after a stream), a block acquired by one thread and
+// released by another is taken back, a thread's blocks return to the pool
+// when it ends, clear() reaches every cache, and transfers through it stay
+// right with many threads uploading and downloading at once.
+TEST_F(Gpu, PinnedPoolThreadCaches) {
+  auto& pool = backend::rocm::get_pinned_pool();
+  pool.clear();
+  EXPECT_EQ(pool.cached_bytes(), 0u);
+  void* a = pool.acquire(10000);
+  pool.release(a);
+  EXPECT_EQ(pool.acquire(9000), a);  // the same thread's block, reused
+  const auto stream = reinterpret_cast<hipStream_t>(backend::rocm::stream_handle(0));
+  pool.release_after(a, stream);
+  backend::rocm::synchronize();
+  EXPECT_EQ(pool.acquire(12000), a);  // reclaimed once the stream passed
+  pool.release(a);
+  EXPECT_THROW(pool.release(reinterpret_cast<void*>(0x1000)), ValueError);
+  void* foreign = nullptr;
+  std::thread([&] { foreign = pool.acquire(1 << 16); }).join();
+  pool.release(foreign);  // acquired by a thread that has ended
+  std::thread([&] {
+    void* p = pool.acquire(1 << 20);
+    std::memset(p, 1, 1 << 20);
+    pool.release(p);
+  }).join();
+  EXPECT_GE(pool.cached_bytes(), (size_t(1) << 20) + (1 << 16) + 12288);
+  backend::rocm::set_multi_stream(true);
+  std::vector<int> wrong(8, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 40; ++k) {
+        const int64_t n = 1000 + 7919 * ((t + k) % 5);
+        std::vector<float> h(n), back(n);
+        for (int64_t i = 0; i < n; ++i) h[i] = float(t * 100000 + k * 10 + i % 10);
+        Tensor y = add(to_device(Tensor::from_host(h.data(), {n}, Dtype::Float32), gpu),
+                       scalar(1.0, Dtype::Float32, gpu));
+        y.copy_to_host(back.data());
+        for (int64_t i = 0; i < n; ++i) wrong[t] += back[i] != h[i] + 1.0f;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  backend::rocm::set_multi_stream(false);
+  for (int t = 0; t < 8; ++t) EXPECT_EQ(wrong[t], 0) << "thread " << t;
+  EXPECT_GT(pool.cached_bytes(), 0u);  // the ended threads' blocks
+  pool.clear();
+  EXPECT_EQ(pool.cached_bytes(), 0u);
 }
 
 // The DLPack seam: a foreign stream told to wait reads finished results, even

@@ -12,8 +12,9 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <atomic>
 #include <map>
-#include <mutex>
+#include <shared_mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -70,10 +71,12 @@ class MIOpenTuningCache {
   void load_locked(const std::string& path);
   void save_locked() const;
 
-  mutable std::mutex mu_;
+  // Lookups (one per convolution) read under a shared lock, so threads
+  // convolving at once do not wait for each other; updates take it whole.
+  mutable std::shared_mutex mu_;
   Config config_;
   std::map<std::string, Entry> entries_;
-  size_t hits_ = 0, misses_ = 0;
+  std::atomic<size_t> hits_{0}, misses_{0};
 };
 
 MIOpenTuningCache& get_tuning_cache();

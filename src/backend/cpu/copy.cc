@@ -30,8 +30,19 @@ void copy_typed(const Tensor& src, T* dst) {
 }
 }  // namespace
 
+namespace {
+// Up to this size a row-major copy is one memcpy on the calling thread:
+// starting an OpenMP team costs more than it saves, and threads copying at
+// once would each start one. Larger copies are split over the cores.
+constexpr size_t kSerialCopyBytes = 1u << 20;
+}  // namespace
+
 void copy_strided_to_contiguous(const Tensor& src, void* dst) {
   if (src.size() == 0) return;
+  if (src.is_row_contiguous() && src.nbytes() <= kSerialCopyBytes) {
+    std::memcpy(dst, src.raw_data(), src.nbytes());
+    return;
+  }
   switch (src.itemsize()) {
     case 1: copy_typed(src, static_cast<uint8_t*>(dst)); break;
     case 2: copy_typed(src, static_cast<uint16_t*>(dst)); break;

@@ -38,6 +38,14 @@ void check_dtype(Dtype d) {
                                         dtype_name(d)));
   }
 }
+// A handle must not be used by two threads at once. A multi_stream bundle
+// (or a capture context) belongs to one evaluation, so to one thread, for
+// as long as it is taken: its calls need no lock. The shared context's
+// handle is used by every thread with multi_stream off, and the spec's
+// standalone ROCmBLAS by whoever holds it: those lock.
+std::unique_lock<std::mutex> lock_handle(DeviceContext& ctx) {
+  return ctx.bundle ? std::unique_lock<std::mutex>() : std::unique_lock<std::mutex>(ctx.blas_mu);
+}
 }  // namespace
 
 ROCmBLAS::ROCmBLAS() : own_(std::make_unique<DeviceContext>()) {
@@ -79,7 +87,7 @@ void ROCmBLAS::gemm_ex(Dtype dtype, Trans ta, Trans tb, int M, int N, int K, flo
                        int ldc, int64_t sc, int batch) {
   check_dtype(dtype);
   if (M == 0 || N == 0 || batch == 0) return;
-  std::lock_guard lk(ctx_->blas_mu);
+  const auto lk = lock_handle(*ctx_);
   DeviceGuard g(ctx_->device);
   const auto t = type_of(dtype);
   // float64 computes in double, with alpha and beta as doubles (the scalars'
@@ -116,7 +124,7 @@ void ROCmBLAS::gemm_strided_batched(Trans ta, Trans tb, int M, int N, int K, flo
 void ROCmBLAS::geam(Trans ta, Trans tb, int M, int N, float alpha, const float* A, int lda, float beta,
                     const float* B, int ldb, float* C, int ldc) {
   if (M == 0 || N == 0) return;
-  std::lock_guard lk(ctx_->blas_mu);
+  const auto lk = lock_handle(*ctx_);
   DeviceGuard g(ctx_->device);
 #if defined(__HIP_PLATFORM_AMD__)
   PF_BLAS_CHECK(rocblas_sgeam(ctx_->blas, op(ta), op(tb), M, N, &alpha, A, lda, &beta, B, ldb, C, ldc));

@@ -54,17 +54,40 @@ DeviceContext& shared_context(int device) {
   return *g_contexts[device].load();
 }
 
+namespace {
+// One reusable event per device for each thread that orders streams:
+// creating an event takes a driver-wide lock, recording one does not. A
+// wait binds to the record that precedes it, so re-recording the event
+// later (this thread's next call) cannot disturb a wait already queued.
+struct OrderEvents {
+  hipEvent_t ev[kMaxDevices] = {};
+  ~OrderEvents() {
+    for (hipEvent_t e : ev) {
+      if (e) (void)hipEventDestroy(e);  // pending waits keep what they need
+    }
+  }
+};
+thread_local OrderEvents t_order_events;
+
+hipEvent_t order_event(int device) {
+  hipEvent_t& e = t_order_events.ev[device];
+  if (!e) PF_HIP_CHECK(hipEventCreateWithFlags(&e, hipEventDisableTiming));
+  return e;
+}
+}  // namespace
+
 void order_streams(hipStream_t before, hipStream_t after) {
   // A capturing stream cannot wait on work outside its capture; a capture
   // begins after a device synchronize (graph.cc), so that work is done.
   hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
   if (hipStreamIsCapturing(after, &status) == hipSuccess && status != hipStreamCaptureStatusNone) return;
-  hipEvent_t ev;
-  PF_HIP_CHECK(hipEventCreateWithFlags(&ev, hipEventDisableTiming));
-  hipError_t err = hipEventRecord(ev, before);
-  if (err == hipSuccess) err = hipStreamWaitEvent(after, ev, 0);
-  (void)hipEventDestroy(ev);  // released once the wait has happened
-  PF_HIP_CHECK(err);
+  // Callers have the streams' device current (an event records only on
+  // streams of the device it was made on).
+  int device = 0;
+  PF_HIP_CHECK(hipGetDevice(&device));
+  const hipEvent_t ev = order_event(device);
+  PF_HIP_CHECK(hipEventRecord(ev, before));
+  PF_HIP_CHECK(hipStreamWaitEvent(after, ev, 0));
 }
 
 DeviceGuard::DeviceGuard(int device) {

@@ -263,7 +263,7 @@ bool conv_chunk(DeviceContext& ctx, const ConvProblem& p, typename Dir::XPtr x, 
   ConvDescs D;
   PF_DNN_TRY(set_conv_descs(D, L, p.dtype, p.groups), cl, reject());
   DnnHandle& H = handle_for(ctx);
-  std::lock_guard lk(H.mu);
+  const auto lk = lock_handle(ctx, H);
   Algo algo{};
   cudnnMathType_t math = requested_math(p.dtype);
   size_t ws = 0;
@@ -329,7 +329,7 @@ void accumulate(DeviceContext& ctx, Dtype dtype, const std::vector<int>& dims, v
   TensorDesc D;
   PF_DNN_CHECK(D.set(dnn_type(dtype), dims));
   DnnHandle& H = handle_for(ctx);
-  std::lock_guard lk(H.mu);
+  const auto lk = lock_handle(ctx, H);
   const float one = 1.0f;
   PF_DNN_CHECK(cudnnAddTensor(H.h, &one, D.d, src, &one, D.d, dst));
 }
@@ -359,7 +359,7 @@ bool pool_forward_impl(DeviceContext& ctx, Dtype dtype, PoolMode mode, const std
   if (dtype == Dtype::Float64) return false;  // our kernels (the library's double path is not wired in)
   if (!set_pool_descs(xD, yD, pD, dtype, mode, xd, yd, k, s, p)) return false;
   DnnHandle& H = handle_for(ctx);
-  std::lock_guard lk(H.mu);
+  const auto lk = lock_handle(ctx, H);
   const float alpha = 1.0f, beta = 0.0f;
   const cudnnStatus_t st = cudnnPoolingForward(H.h, pD.d, &alpha, xD.d, x, &beta, yD.d, y);
   if (soft_failure(st)) return false;
@@ -375,7 +375,7 @@ bool pool_backward_impl(DeviceContext& ctx, Dtype dtype, PoolMode mode, const st
   if (dtype == Dtype::Float64) return false;  // our kernels (the library's double path is not wired in)
   if (!set_pool_descs(xD, yD, pD, dtype, mode, xd, yd, k, s, p)) return false;
   DnnHandle& H = handle_for(ctx);
-  std::lock_guard lk(H.mu);
+  const auto lk = lock_handle(ctx, H);
   const float alpha = 1.0f, beta = 0.0f;
   const cudnnStatus_t st = cudnnPoolingBackward(H.h, pD.d, &alpha, yD.d, y, yD.d, dy, xD.d, x, &beta, xD.d, dx);
   if (soft_failure(st)) return false;
@@ -398,7 +398,7 @@ bool batch_norm_inference_impl(DeviceContext& ctx, Dtype dtype, const std::vecto
     return false;
   }
   DnnHandle& H = handle_for(ctx);
-  std::lock_guard lk(H.mu);
+  const auto lk = lock_handle(ctx, H);
   const float alpha = 1.0f, beta = 0.0f;
   const cudnnStatus_t st = cudnnBatchNormalizationForwardInference(
       H.h, CUDNN_BATCHNORM_SPATIAL, &alpha, &beta, xD.d, x, xD.d, y, bnD.d, scale, bias, mean, var, eps);

@@ -216,7 +216,7 @@ bool conv_chunk(DeviceContext& ctx, const ConvProblem& p, typename Dir::XPtr x, 
   ConvDescs D;
   PF_DNN_TRY(set_conv_descs(D, L, p.dtype, p.groups), cl, reject());
   DnnHandle& H = handle_for(ctx);
-  std::lock_guard lk(H.mu);
+  const auto lk = lock_handle(ctx, H);
   uint64_t solution = 0;
   size_t ws = 0;
   bool have = false;
@@ -282,7 +282,7 @@ void accumulate(DeviceContext& ctx, Dtype dtype, const std::vector<int>& dims, v
   TensorDesc D;
   PF_DNN_CHECK(D.set(dnn_type(dtype), dims));
   DnnHandle& H = handle_for(ctx);
-  std::lock_guard lk(H.mu);
+  const auto lk = lock_handle(ctx, H);
   const float one = 1.0f, zero = 0.0f;
   PF_DNN_CHECK(miopenOpTensor(H.h, miopenTensorOpAdd, &one, D.d, src, &zero, D.d, src, &one, D.d, dst));
 }
@@ -313,7 +313,7 @@ bool pool_forward_impl(DeviceContext& ctx, Dtype dtype, PoolMode mode, const std
   if (dtype == Dtype::Float64) return false;  // our kernels (the library's double path is not wired in)
   if (!set_pool_descs(xD, yD, pD, dtype, mode, xd, yd, k, s, p)) return false;
   DnnHandle& H = handle_for(ctx);
-  std::lock_guard lk(H.mu);
+  const auto lk = lock_handle(ctx, H);
   const float alpha = 1.0f, beta = 0.0f;
   const miopenStatus_t st = miopenPoolingForward(H.h, pD.d, &alpha, xD.d, x, &beta, yD.d, y, false, nullptr, 0);
   if (soft_failure(st)) return false;
@@ -331,7 +331,7 @@ bool pool_backward_impl(DeviceContext& ctx, Dtype dtype, PoolMode mode, const st
   if (dtype == Dtype::Float64) return false;  // our kernels (the library's double path is not wired in)
   if (!set_pool_descs(xD, yD, pD, dtype, mode, xd, yd, k, s, p)) return false;
   DnnHandle& H = handle_for(ctx);
-  std::lock_guard lk(H.mu);
+  const auto lk = lock_handle(ctx, H);
   const float alpha = 1.0f, beta = 0.0f;
   const miopenStatus_t st =
       miopenPoolingBackward(H.h, pD.d, &alpha, yD.d, y, yD.d, dy, xD.d, x, &beta, xD.d, dx, nullptr);
@@ -355,7 +355,7 @@ bool batch_norm_inference_impl(DeviceContext& ctx, Dtype dtype, const std::vecto
     return false;
   }
   DnnHandle& H = handle_for(ctx);
-  std::lock_guard lk(H.mu);
+  const auto lk = lock_handle(ctx, H);
   float alpha = 1.0f, beta = 0.0f;
   const miopenStatus_t st = miopenBatchNormalizationForwardInference(
       H.h, miopenBNSpatial, &alpha, &beta, xD.d, x, xD.d, y, bnD.d, const_cast<float*>(scale),

@@ -34,6 +34,13 @@ namespace detail {
 
 DnnHandle& handle_for(DeviceContext& ctx);
 
+// The handle's lock for a call on ctx: none on a multi_stream bundle or a
+// capture context (one thread's while taken, like its BLAS handle), the
+// handle's mutex on the shared context (every thread's with multi_stream off).
+inline std::unique_lock<std::mutex> lock_handle(const DeviceContext& ctx, DnnHandle& H) {
+  return ctx.bundle ? std::unique_lock<std::mutex>() : std::unique_lock<std::mutex>(H.mu);
+}
+
 constexpr size_t kMaxWorkspace = size_t(1) << 30;  // the most a convolution may ask for
 
 // The tuning-cache algorithm of a channels-last problem the library

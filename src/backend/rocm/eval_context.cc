@@ -70,17 +70,30 @@ struct EvalContext {
 thread_local EvalContext t_storage;
 thread_local EvalContext* t_eval = nullptr;
 
-// ---- multi_stream bundles: whole contexts, pooled per device and reused,
-// so their streams, handles and cached memory stay warm across evaluations.
-// The pool's lock is taken once per device per evaluation, not per op.
+// ---- multi_stream bundles: whole contexts, reused so their streams,
+// handles and cached memory stay warm across evaluations. A thread keeps
+// the bundle it last used on each device and takes it again without a
+// lock; the shared pool (one mutex) serves a thread's first evaluation on a
+// device and takes a thread's bundles back when the thread ends.
 std::atomic<bool> g_multi_stream{false};
 std::mutex g_pool_mu;
 std::vector<DeviceContext*> g_free_bundles[kMaxDevices];  // leaked like the contexts
 
+struct OwnBundles {
+  DeviceContext* kept[kMaxDevices] = {};
+  ~OwnBundles() {
+    std::lock_guard lk(g_pool_mu);
+    for (DeviceContext* b : kept) {
+      if (b) g_free_bundles[b->device].push_back(b);
+    }
+  }
+};
+thread_local OwnBundles t_bundles;
+
 DeviceContext* take_bundle(int device) {
   DeviceContext& shared = shared_context(device);
-  DeviceContext* b = nullptr;
-  {
+  DeviceContext* b = std::exchange(t_bundles.kept[device], nullptr);
+  if (!b) {
     std::lock_guard lk(g_pool_mu);
     auto& pool = g_free_bundles[device];
     if (!pool.empty()) {
@@ -100,6 +113,11 @@ DeviceContext* take_bundle(int device) {
 }
 
 void give_back(DeviceContext* b) {
+  DeviceContext*& kept = t_bundles.kept[b->device];
+  if (!kept) {
+    kept = b;
+    return;
+  }
   std::lock_guard lk(g_pool_mu);
   g_free_bundles[b->device].push_back(b);
 }

@@ -285,32 +285,153 @@ ROCmMemoryManager& get_memory_manager(int device) {
 
 // ---- pinned host pool ----
 
-void PinnedMemoryPool::reclaim_locked() {
-  auto done = [](auto& e) { return hipEventQuery(e.second) != hipErrorNotReady; };
-  for (auto it = pending_.begin(); it != pending_.end();) {
-    if (done(*it)) {
-      (void)hipEventDestroy(it->second);
-      free_.emplace(sizes_[it->first], it->first);
-      it = pending_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-}
+namespace {
+// What one thread keeps for itself: enough blocks for a few transfers in
+// flight at the sizes it uses; more go back to the shared lists.
+constexpr size_t kThreadBlocks = 16;
+constexpr size_t kThreadBytes = 64u << 20;
 
-void* PinnedMemoryPool::acquire(size_t bytes) {
+size_t pinned_size(size_t bytes) {
   if (bytes > (SIZE_MAX >> 1)) {
     throw OutOfMemoryError(errmsg("pinned_pool", "cannot allocate " + std::to_string(bytes) + " pinned bytes"));
   }
-  size_t size = (std::max<size_t>(bytes, 1) + 4095) / 4096 * 4096;
+  return (std::max<size_t>(bytes, 1) + 4095) / 4096 * 4096;
+}
+
+// A cached block fits a request if it is not more than twice as large.
+bool fits(size_t block, size_t size) { return block >= size && block <= 2 * size; }
+
+template <class V, class F>
+bool take_first(V& v, F&& pred, typename V::value_type* out) {
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (pred(v[i])) {
+      *out = v[i];
+      v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
+      return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
+struct PinnedMemoryPool::ThreadCache {
+  PinnedMemoryPool* pool;
+  std::mutex mu;  // its thread's, except for clear(), cached_bytes() and a foreign release
+  std::vector<Block> free;     // oldest first
+  std::vector<Block> held;     // acquired here, not released yet
+  std::vector<Pending> pending;  // released after a stream, in release order
+  std::vector<std::pair<int, hipEvent_t>> events;  // spare, with their device
+
+  // Blocks whose stream has passed the release point go back to `free`,
+  // their events to the spares. Queries only this thread's few events.
+  void reclaim() {
+    size_t kept = 0;
+    for (Pending& p : pending) {
+      if (hipEventQuery(p.event) == hipErrorNotReady) {
+        pending[kept++] = p;
+      } else {
+        free.push_back(p.block);
+        events.emplace_back(p.device, p.event);
+      }
+    }
+    pending.resize(kept);
+  }
+  hipEvent_t event_for(int device) {
+    for (size_t i = 0; i < events.size(); ++i) {
+      if (events[i].first == device) {
+        const hipEvent_t e = events[i].second;
+        events.erase(events.begin() + static_cast<std::ptrdiff_t>(i));
+        return e;
+      }
+    }
+    hipEvent_t e = nullptr;
+    PF_HIP_CHECK(hipEventCreateWithFlags(&e, hipEventDisableTiming));
+    return e;
+  }
+  // The blocks beyond this thread's share, oldest first, for the shared lists.
+  std::vector<Block> surplus() {
+    size_t bytes = 0;
+    for (const Block& b : free) bytes += b.size;
+    size_t n = 0;
+    while (n < free.size() && (free.size() - n > kThreadBlocks || bytes > kThreadBytes)) bytes -= free[n++].size;
+    std::vector<Block> out(free.begin(), free.begin() + static_cast<std::ptrdiff_t>(n));
+    free.erase(free.begin(), free.begin() + static_cast<std::ptrdiff_t>(n));
+    return out;
+  }
+};
+
+namespace {
+// Hands a thread's cache back to its pool when the thread ends.
+struct CacheHolder {
+  PinnedMemoryPool::ThreadCache* cache = nullptr;
+  ~CacheHolder();
+};
+thread_local CacheHolder t_pinned;
+}  // namespace
+
+PinnedMemoryPool::ThreadCache* PinnedMemoryPool::thread_cache() {
+  if (!thread_caches_) return nullptr;
+  if (!t_pinned.cache) {
+    auto* c = new ThreadCache{this, {}, {}, {}, {}, {}};
+    std::lock_guard lk(mu_);
+    caches_.push_back(c);
+    t_pinned.cache = c;
+  }
+  return t_pinned.cache;
+}
+
+CacheHolder::~CacheHolder() {
+  if (!cache) return;
+  try {
+    cache->pool->detach(cache);
+  } catch (...) {
+  }
+  delete cache;
+}
+
+void PinnedMemoryPool::detach(ThreadCache* c) {
   std::lock_guard lk(mu_);
+  caches_.erase(std::remove(caches_.begin(), caches_.end(), c), caches_.end());
+  std::lock_guard ck(c->mu);
+  for (const Block& b : c->free) free_.emplace(b.size, b.ptr);
+  pending_.insert(pending_.end(), c->pending.begin(), c->pending.end());  // reclaimed by the shared path
+  for (auto& [device, e] : c->events) (void)hipEventDestroy(e);
+  // Blocks it still holds stay known (sizes_): another thread may release them.
+  c->free.clear();
+  c->pending.clear();
+  c->events.clear();
+}
+
+PinnedMemoryPool::~PinnedMemoryPool() {
+  try {
+    clear();
+  } catch (...) {
+  }
+}
+
+void PinnedMemoryPool::reclaim_locked() {
+  size_t kept = 0;
+  for (Pending& p : pending_) {
+    if (hipEventQuery(p.event) == hipErrorNotReady) {
+      pending_[kept++] = p;
+    } else {
+      (void)hipEventDestroy(p.event);
+      free_.emplace(p.block.size, p.block.ptr);
+    }
+  }
+  pending_.resize(kept);
+}
+
+PinnedMemoryPool::Block PinnedMemoryPool::acquire_shared(size_t size) {
+  std::unique_lock lk(mu_);
   reclaim_locked();
   auto it = free_.lower_bound(size);
-  if (it != free_.end() && it->first <= 2 * size) {
-    void* p = it->second;
+  if (it != free_.end() && fits(it->first, size)) {
+    const Block b{it->second, it->first};
     free_.erase(it);
-    return p;
+    return b;
   }
+  lk.unlock();  // page-locking takes long: other threads go on meanwhile
   void* p = nullptr;
   hipError_t err = hipHostMalloc(&p, size, hipHostMallocDefault);
   if (err == hipErrorOutOfMemory) {
@@ -319,23 +440,105 @@ void* PinnedMemoryPool::acquire(size_t bytes) {
                                                      std::to_string(size) + " bytes"));
   }
   PF_HIP_CHECK(err);
+  lk.lock();
   sizes_[p] = size;
-  return p;
+  return {p, size};
+}
+
+void* PinnedMemoryPool::acquire(size_t bytes) {
+  const size_t size = pinned_size(bytes);
+  ThreadCache* c = thread_cache();
+  if (!c) return acquire_shared(size).ptr;
+  {
+    std::lock_guard lk(c->mu);
+    c->reclaim();
+    // The smallest fitting block, so a small request leaves the large ones.
+    size_t best = c->free.size();
+    for (size_t i = 0; i < c->free.size(); ++i) {
+      if (fits(c->free[i].size, size) && (best == c->free.size() || c->free[i].size < c->free[best].size)) best = i;
+    }
+    if (best != c->free.size()) {
+      const Block b = c->free[best];
+      c->free.erase(c->free.begin() + static_cast<std::ptrdiff_t>(best));
+      c->held.push_back(b);
+      return b.ptr;
+    }
+  }
+  const Block b = acquire_shared(size);
+  std::lock_guard lk(c->mu);
+  c->held.push_back(b);
+  return b.ptr;
+}
+
+PinnedMemoryPool::Block PinnedMemoryPool::forget_foreign(void* ptr) {
+  // Caller holds mu_.
+  auto it = sizes_.find(ptr);
+  if (it == sizes_.end()) throw ValueError(errmsg("pinned_pool.release", "unknown pointer"));
+  for (ThreadCache* c : caches_) {
+    std::lock_guard ck(c->mu);
+    Block b{};
+    if (take_first(c->held, [&](const Block& h) { return h.ptr == ptr; }, &b)) break;
+  }
+  return {ptr, it->second};
+}
+
+void PinnedMemoryPool::give_back_shared(std::vector<Block>& blocks, std::vector<Pending>& pending) {
+  if (blocks.empty() && pending.empty()) return;
+  std::lock_guard lk(mu_);
+  for (const Block& b : blocks) free_.emplace(b.size, b.ptr);
+  pending_.insert(pending_.end(), pending.begin(), pending.end());
 }
 
 void PinnedMemoryPool::release(void* ptr) {
-  std::lock_guard lk(mu_);
-  auto it = sizes_.find(ptr);
-  if (it == sizes_.end()) throw ValueError(errmsg("pinned_pool.release", "unknown pointer"));
-  free_.emplace(it->second, ptr);
+  if (ThreadCache* c = thread_cache()) {
+    std::vector<Block> extra;
+    bool mine = false;
+    {
+      std::lock_guard lk(c->mu);
+      Block b{};
+      if ((mine = take_first(c->held, [&](const Block& h) { return h.ptr == ptr; }, &b))) {
+        c->free.push_back(b);
+        extra = c->surplus();
+      }
+    }
+    if (mine) {
+      std::vector<Pending> none;
+      give_back_shared(extra, none);
+      return;
+    }
+  }
+  std::lock_guard lk(mu_);  // a block acquired elsewhere (another thread, or no thread caches)
+  const Block b = forget_foreign(ptr);
+  free_.emplace(b.size, b.ptr);
 }
 
 void PinnedMemoryPool::release_after(void* ptr, hipStream_t stream) {
-  hipEvent_t ev;
-  PF_HIP_CHECK(hipEventCreateWithFlags(&ev, hipEventDisableTiming));
-  PF_HIP_CHECK(hipEventRecord(ev, stream));
+  int device = 0;
+  PF_HIP_CHECK(hipGetDevice(&device));  // the stream's, as the caller set it
+  if (ThreadCache* c = thread_cache()) {
+    std::lock_guard lk(c->mu);
+    auto it = std::find_if(c->held.begin(), c->held.end(), [&](const Block& h) { return h.ptr == ptr; });
+    if (it != c->held.end()) {
+      const hipEvent_t e = c->event_for(device);
+      const hipError_t err = hipEventRecord(e, stream);
+      if (err != hipSuccess) {
+        c->events.emplace_back(device, e);
+        PF_HIP_CHECK(err);  // the block stays held: its copy may still be queued
+      }
+      c->pending.push_back({*it, e, device});
+      c->held.erase(it);
+      return;
+    }
+  }
+  // A block acquired elsewhere (another thread, or a pool without thread caches).
+  hipEvent_t e = nullptr;
+  PF_HIP_CHECK(hipEventCreateWithFlags(&e, hipEventDisableTiming));
+  const hipError_t err = hipEventRecord(e, stream);
+  if (err != hipSuccess) (void)hipEventDestroy(e);
+  PF_HIP_CHECK(err);
   std::lock_guard lk(mu_);
-  pending_.emplace_back(ptr, ev);
+  const Block b = forget_foreign(ptr);
+  pending_.push_back({b, e, device});
 }
 
 void PinnedMemoryPool::warmup(const std::vector<size_t>& sizes) {
@@ -346,16 +549,28 @@ void PinnedMemoryPool::warmup(const std::vector<size_t>& sizes) {
 
 void PinnedMemoryPool::clear() {
   std::lock_guard lk(mu_);
-  for (auto& [p, ev] : pending_) {
-    (void)hipEventSynchronize(ev);
-    (void)hipEventDestroy(ev);
-    free_.emplace(sizes_[p], p);
+  auto drop = [&](const Block& b) {
+    (void)hipHostFree(b.ptr);
+    sizes_.erase(b.ptr);
+  };
+  for (ThreadCache* c : caches_) {
+    std::lock_guard ck(c->mu);
+    for (const Pending& p : c->pending) {
+      (void)hipEventSynchronize(p.event);
+      c->events.emplace_back(p.device, p.event);
+      drop(p.block);
+    }
+    c->pending.clear();
+    for (const Block& b : c->free) drop(b);
+    c->free.clear();
+  }
+  for (const Pending& p : pending_) {
+    (void)hipEventSynchronize(p.event);
+    (void)hipEventDestroy(p.event);
+    drop(p.block);
   }
   pending_.clear();
-  for (auto& [size, p] : free_) {
-    (void)hipHostFree(p);
-    sizes_.erase(p);
-  }
+  for (auto& [size, p] : free_) drop({p, size});
   free_.clear();
 }
 
@@ -363,11 +578,15 @@ size_t PinnedMemoryPool::cached_bytes() const {
   std::lock_guard lk(mu_);
   size_t n = 0;
   for (auto& [size, p] : free_) n += size;
+  for (ThreadCache* c : caches_) {
+    std::lock_guard ck(c->mu);
+    for (const Block& b : c->free) n += b.size;
+  }
   return n;
 }
 
 PinnedMemoryPool& get_pinned_pool() {
-  static auto* pool = new PinnedMemoryPool;  // process lifetime
+  static auto* pool = new PinnedMemoryPool(true);  // process lifetime; thread caches hold it
   return *pool;
 }
 

@@ -117,8 +117,21 @@ ROCmMemoryManager& get_memory_manager(int device = -1);
 
 // Page-locked host buffers for uploads and downloads. A buffer released
 // "after" a stream returns to the pool once the stream passes that point.
+//
+// The process pool (get_pinned_pool()) keeps a small cache per thread: a
+// thread reuses its own blocks, reclaims those released after a stream by
+// querying only its own events (reused, never made per release), and takes
+// the pool's lock only to grow (hipHostMalloc), to hand surplus blocks back,
+// or for a block another thread acquired. Each thread cache has a lock of
+// its own, which only its thread takes in steady state (clear() and
+// cached_bytes() take them all). Other instances use the shared lists only.
 class PinnedMemoryPool {
  public:
+  PinnedMemoryPool() = default;
+  ~PinnedMemoryPool();
+  PinnedMemoryPool(const PinnedMemoryPool&) = delete;
+  PinnedMemoryPool& operator=(const PinnedMemoryPool&) = delete;
+
   void* acquire(size_t bytes);
   void release(void* ptr);
   void release_after(void* ptr, hipStream_t stream);
@@ -126,12 +139,34 @@ class PinnedMemoryPool {
   void clear();
   size_t cached_bytes() const;
 
+  struct Block {
+    void* ptr;
+    size_t size;
+  };
+  struct Pending {
+    Block block;
+    hipEvent_t event;
+    int device;
+  };
+  struct ThreadCache;
+  // A thread ends: its cache's blocks go to the shared lists (internal).
+  void detach(ThreadCache* c);
+
  private:
+  friend PinnedMemoryPool& get_pinned_pool();
+  explicit PinnedMemoryPool(bool thread_caches) : thread_caches_(thread_caches) {}
+  ThreadCache* thread_cache();
+  Block acquire_shared(size_t size);
+  Block forget_foreign(void* ptr);  // a block another thread acquired
+  void give_back_shared(std::vector<Block>& blocks, std::vector<Pending>& pending);
   void reclaim_locked();
-  mutable std::mutex mu_;
-  std::unordered_map<void*, size_t> sizes_;
+
+  const bool thread_caches_ = false;
+  mutable std::mutex mu_;  // the lists below and the registry
+  std::unordered_map<void*, size_t> sizes_;  // every block this pool made
   std::multimap<size_t, void*> free_;
-  std::vector<std::pair<void*, hipEvent_t>> pending_;
+  std::vector<Pending> pending_;
+  std::vector<ThreadCache*> caches_;  // the live threads' caches
 };
 
 PinnedMemoryPool& get_pinned_pool();

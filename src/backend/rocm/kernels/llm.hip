@@ -2,6 +2,7 @@
 // per query row or per (row, key chunk), a wave per key at a time, online
 // softmax). The GEMV kernels are in gemv.hip.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -386,7 +387,9 @@ int decode_lanes_per_key(const Tensor& q, const Tensor& k, const Tensor& v, Dtyp
 // uploaded once per (device, head_dim, theta, inv_freq) and kept for the
 // process: a few hundred bytes per model, read by every rope call after the
 // first (a decode step's ropes, a captured graph's). Never freed, since a
-// graph may read it; a lookup is a short scan with no allocation.
+// graph may read it. The tables form a list that only grows at its head:
+// a lookup walks it without a lock (threads decoding at once do not meet
+// here); making a table takes the mutex.
 namespace {
 
 struct RopeTable {
@@ -395,15 +398,23 @@ struct RopeTable {
   float theta;
   std::vector<float> freqs;
   float* ptr;
+  const RopeTable* next;
 };
 
-const float* rope_table(DeviceContext& ctx, const Rope& r, int64_t D) {
-  static std::mutex mu;
-  static std::vector<RopeTable> tables;
-  std::lock_guard<std::mutex> lock(mu);
-  for (const RopeTable& t : tables) {
-    if (t.device == ctx.device && t.D == D && t.theta == r.theta && t.freqs == r.freqs) return t.ptr;
+std::atomic<const RopeTable*> g_rope_tables{nullptr};
+
+const float* find_rope_table(const DeviceContext& ctx, const Rope& r, int64_t D) {
+  for (const RopeTable* t = g_rope_tables.load(std::memory_order_acquire); t; t = t->next) {
+    if (t->device == ctx.device && t->D == D && t->theta == r.theta && t->freqs == r.freqs) return t->ptr;
   }
+  return nullptr;
+}
+
+const float* rope_table(DeviceContext& ctx, const Rope& r, int64_t D) {
+  if (const float* p = find_rope_table(ctx, r, D)) return p;
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  if (const float* p = find_rope_table(ctx, r, D)) return p;  // made meanwhile
   // A capture's warm-up run made the table before the captured run needs it.
   hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
   PF_HIP_CHECK(hipStreamIsCapturing(ctx.stream, &status));
@@ -417,8 +428,10 @@ const float* rope_table(DeviceContext& ctx, const Rope& r, int64_t D) {
   PF_HIP_CHECK(hipMalloc(&p, std::max<size_t>(half * sizeof(float), 1)));
   PF_HIP_CHECK(hipMemcpyAsync(p, inv.data(), half * sizeof(float), hipMemcpyHostToDevice, ctx.stream));
   PF_HIP_CHECK(hipStreamSynchronize(ctx.stream));  // other streams may read it next
-  tables.push_back({ctx.device, D, r.theta, r.freqs, static_cast<float*>(p)});
-  return tables.back().ptr;
+  auto* t = new RopeTable{ctx.device, D, r.theta, r.freqs, static_cast<float*>(p),
+                          g_rope_tables.load(std::memory_order_relaxed)};
+  g_rope_tables.store(t, std::memory_order_release);
+  return t->ptr;
 }
 
 }  // namespace
