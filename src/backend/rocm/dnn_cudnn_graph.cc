@@ -344,8 +344,9 @@ bool conv_graph_chunk(DeviceContext& ctx, ConvDir dir, const Lifted& L, Dtype dt
                           std::to_string(reinterpret_cast<uintptr_t>(H.h));
   GraphCounters& counters = graph_counters();
   PlanCache& cache = plan_cache();
-  // The key names the handle, so its lock orders every lookup and build of it.
-  std::lock_guard lk(H.mu);
+  // The key names the handle, so the handle's lock (none on a multi_stream
+  // bundle, which one thread owns) orders every lookup and build of it.
+  const auto lk = lock_handle(ctx, H);
   std::shared_ptr<Plan> plan;
   bool known = false;
   {
