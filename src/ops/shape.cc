@@ -48,7 +48,7 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
                                                   " to " + shape_str(shape)));
     }
   }
-  return Tensor::make_view(shape, st, x.offset(), std::make_shared<Broadcast>(), x);
+  return Tensor::make_view(shape, std::move(st), x.offset(), std::make_shared<Broadcast>(), x);
 }
 
 Tensor reshape(const Tensor& x, Shape shape) {
