@@ -367,8 +367,8 @@ def test_switching_fusion_between_calls(device, rng):
                 x, w, b = randt(rng, 4, 33), randt(rng, 33), randt(rng, 4, 1)
                 pf.reset_fusion_stats()
                 got = cf(x, w, b)
-                regions = pf.fusion_stats()["regions"]
-                assert regions == (2 if on and (gpu or device == "cpu") else 0)
+                if device == "cpu":  # a GPU replay may launch a captured graph: no evaluation to count
+                    assert pf.fusion_stats()["regions"] == (2 if on else 0)
                 want = f(x, w, b)
                 for g, e in zip(got, want):
                     close(g.numpy(), e.numpy())
