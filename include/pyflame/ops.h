@@ -101,6 +101,10 @@ Tensor log_softmax(const Tensor& x, int axis = -1);
 
 // ---- linear algebra ----
 Tensor matmul(const Tensor& a, const Tensor& b);
+// x @ weight.T + bias, as nn.Linear: weight (out_features, in_features),
+// bias (out_features,) or undefined for none. The ops it records are those
+// three (the transposed weight a view).
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
 // Normalizes an axis against ndim or raises "[fn] axis ... out of range".
 int normalize_axis(int axis, int ndim, const char* fn);

@@ -16,6 +16,7 @@ void init_backend(nb::module_& m) {
     return std::make_pair(s.allocated, s.peak);
   });
   m.def("_host_reset_peak_memory", &reset_host_peak_memory);
+  m.def("_host_release_cache", &release_host_cache);
   m.def("_rocm_memory_stats", [dev](int d) {
     r::MemoryStats s = r::memory_stats(dev(d));
     nb::dict out;

@@ -130,6 +130,9 @@ void init_ops(nb::module_& m) {
   def_compare<gt>(m, "gt");
   def_compare<ge>(m, "ge");
   def_binary<matmul>(m, "matmul");
+  m.def("linear", [](const Tensor& x, const Tensor& w, std::optional<Tensor> b) {
+    return linear(x, w, b ? *b : Tensor());
+  }, nb::arg("input"), nb::arg("weight"), nb::arg("bias").none());
   def_unary<neg>(m, "neg");
   def_unary<abs>(m, "abs");
   def_unary<sqrt>(m, "sqrt");

@@ -27,18 +27,45 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
     throw ValueError(errmsg("matmul", "shapes " + shape_str(a_in.shape()) + " and " +
                                           shape_str(b_in.shape()) + " do not align"));
   }
-  Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
-  Shape batch = broadcast_shapes(ba, bb, "matmul");
-  Shape sa = batch, sb = batch, so = batch;
-  sa.insert(sa.end(), {M, K});
-  sb.insert(sb.end(), {K, N});
-  so.insert(so.end(), {M, N});
-  a = broadcast_to(astype(a, t), sa);
-  b = broadcast_to(astype(b, t), sb);
-  Tensor out = Tensor::make(so, t, a.device(), std::make_shared<Matmul>(), {a, b});
+  a = astype(a, t);
+  b = astype(b, t);
+  Shape so;
+  if (a.ndim() == 2 && b.ndim() == 2) {  // no batch axes: nothing to broadcast (eager layers' case)
+    so = {M, N};
+  } else {
+    Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+    Shape batch = broadcast_shapes(ba, bb, "matmul");
+    Shape sa = batch, sb = batch;
+    so = std::move(batch);
+    sa.insert(sa.end(), {M, K});
+    sb.insert(sb.end(), {K, N});
+    so.insert(so.end(), {M, N});
+    a = broadcast_to(a, sa);
+    b = broadcast_to(b, sb);
+  }
+  const Device d = a.device();
+  Tensor out = Tensor::make(std::move(so), t, d, std::make_shared<Matmul>(), {std::move(a), std::move(b)});
   if (a_in.ndim() == 1) out = squeeze(out, Axes{-2});
   if (b_in.ndim() == 1) out = squeeze(out, Axes{-1});
   return out;
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_defined(x, "linear");
+  check_defined(weight, "linear");
+  if (weight.ndim() != 2) {
+    throw ValueError(errmsg("linear", "weight must be a 2-D tensor (out_features, in_features), got shape " +
+                                          shape_str(weight.shape())));
+  }
+  if (x.ndim() == 0 || x.shape(-1) != weight.shape(1)) {
+    throw ValueError(errmsg("linear", "input of shape " + shape_str(x.shape()) + " does not end in in_features=" +
+                                          std::to_string(weight.shape(1)) + " (weight " +
+                                          shape_str(weight.shape()) + ")"));
+  }
+  Tensor out = matmul(x, transpose(weight, {}));
+  if (!bias.defined()) return out;
+  // Under autocast the bias joins the low-precision output.
+  return add(out, out.dtype() != bias.dtype() && autocast_dtype() ? astype(bias, out.dtype()) : bias);
 }
 
 }  // namespace pyflame

@@ -48,7 +48,7 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
                                                   " to " + shape_str(shape)));
     }
   }
-  return Tensor::make_view(shape, st, x.offset(), std::make_shared<Broadcast>(), x);
+  return Tensor::make_view(shape, std::move(st), x.offset(), std::make_shared<Broadcast>(), x);
 }
 
 Tensor reshape(const Tensor& x, Shape shape) {
@@ -103,19 +103,25 @@ Tensor transpose(const Tensor& x, std::vector<int> perm) {
   check_defined(x, "transpose");
   int nd = x.ndim();
   if (perm.empty()) {
-    for (int i = nd - 1; i >= 0; --i) perm.push_back(i);
+    perm.resize(nd);
+    for (int i = 0; i < nd; ++i) perm[i] = nd - 1 - i;
   }
   if (static_cast<int>(perm.size()) != nd) {
     throw ValueError(errmsg("transpose", "permutation has " + std::to_string(perm.size()) +
                                              " axes for a " + std::to_string(nd) + "-d tensor"));
   }
-  std::vector<bool> seen(nd, false);
+  // Axes seen: bits for the usual ranks (a weight's .T per layer per step
+  // allocates nothing here), a vector beyond.
+  uint64_t seen_bits = 0;
+  std::vector<bool> seen(nd > 64 ? nd : 0, false);
   Shape s(nd);
   Strides st(nd);
   for (int i = 0; i < nd; ++i) {
     int a = normalize_axis(perm[i], nd, "transpose");
-    if (seen[a]) throw ValueError(errmsg("transpose", "repeated axis in permutation"));
-    seen[a] = true;
+    const bool again = nd > 64 ? bool(seen[a]) : (seen_bits >> a) & 1;
+    if (again) throw ValueError(errmsg("transpose", "repeated axis in permutation"));
+    if (nd > 64) seen[a] = true;
+    else seen_bits |= uint64_t(1) << a;
     perm[i] = a;
     s[i] = x.shape()[a];
     st[i] = x.strides()[a];

@@ -16,5 +16,9 @@ struct HostMemoryStats {
 };
 HostMemoryStats host_memory_stats();
 void reset_host_peak_memory();
+// Large host blocks freed are kept (a few) for the next allocation of the
+// same size: warm pages instead of fresh ones. Returns them to the system;
+// the bytes released.
+size_t release_host_cache();
 
 }  // namespace pyflame

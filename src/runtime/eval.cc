@@ -25,6 +25,7 @@
 #include "runtime/allocator.h"
 #include "runtime/backend.h"
 #include "runtime/donation.h"
+#include "runtime/plan_scope.h"
 #include "runtime/trace.h"
 
 namespace pyflame {
@@ -52,6 +53,10 @@ Claims claim_order(const std::vector<Tensor>& outputs) {
   Claims c;
   NodeSet seen;
   std::vector<std::pair<std::shared_ptr<Node>, size_t>> stack;
+  // Room for a small graph (a compiled call's): one allocation each, as
+  // a single op takes, instead of one per doubling.
+  c.order.reserve(16);
+  stack.reserve(16);
   auto visit = [&](const std::shared_ptr<Node>& ptr) {
     Node* n = ptr.get();
     if (!seen.insert(n)) return;
@@ -187,18 +192,35 @@ void eval_region(const FusedRegion& r) {
   }
 }
 
+// The plan a replay binds its program's kept plan into (runtime/plan_scope.h),
+// one per thread: its vectors keep their capacity from call to call, so a
+// replay's plan costs no allocation. Busy while an evaluation uses it (an
+// evaluation nested in it plans its own).
+struct BoundPlan {
+  fuse::Plan plan;
+  bool busy = false;
+};
+thread_local BoundPlan t_bound;
+
 // The fusion plan of the order, indexed as the order (holding each node
-// only while planning). Every claimed node is alive here (the outputs hold
-// them); if one were not, the evaluation would simply run unfused.
-fuse::Plan make_plan(const std::vector<NodeRef>& order) {
-  if (!fuse::enabled() || order.size() < 2) return {};
+// only while planning): `own`, or this thread's bound plan for a replay's
+// order (then busy until the caller releases it). Every claimed node is
+// alive here (the outputs hold them); if one were not, the evaluation would
+// simply run unfused.
+const fuse::Plan& make_plan(const std::vector<NodeRef>& order, fuse::Plan& own) {
+  if (!fuse::enabled() || order.size() < 2) return own;
   std::vector<std::shared_ptr<Node>> nodes;
   nodes.reserve(order.size());
   for (const NodeRef& ref : order) {
     nodes.push_back(ref.lock());
-    if (!nodes.back()) return {};
+    if (!nodes.back()) return own;
   }
-  return fuse::plan(nodes);
+  if (!t_bound.busy && runtime::PlanScope::bind(nodes, t_bound.plan)) {
+    t_bound.busy = true;
+    return t_bound.plan;
+  }
+  own = fuse::plan(nodes);
+  return own;
 }
 
 // Stands in for a node whose value a failed deferred check made invalid
@@ -244,7 +266,14 @@ void invalidate(const std::vector<NodeRef>& order, const Unchecked& u, std::exce
 void run(const std::vector<NodeRef>& order) {
   runtime::GpuEvaluation gpu;  // this evaluation's devices, streams and checks
   Unchecked unchecked;
-  const fuse::Plan plan = make_plan(order);
+  fuse::Plan own;
+  const fuse::Plan& plan = make_plan(order, own);
+  struct Release {
+    bool bound;
+    ~Release() {
+      if (bound) t_bound.busy = false;
+    }
+  } release{&plan == &t_bound.plan};
   // Reads the pending checks; a failed one invalidates what rests on it.
   auto finish = [&] {
     try {
@@ -317,6 +346,18 @@ namespace pyflame::runtime {
 
 namespace {
 thread_local const std::vector<KnownHolders>* t_known = nullptr;
+thread_local const PlanScope* t_plan = nullptr;
+}
+
+PlanScope::PlanScope(const fuse::KeptPlan* kept, std::function<Node*(int32_t)> node)
+    : kept_(kept), node_(std::move(node)), prev_(t_plan) {
+  t_plan = this;
+}
+
+PlanScope::~PlanScope() { t_plan = prev_; }
+
+bool PlanScope::bind(const std::vector<std::shared_ptr<Node>>& order, fuse::Plan& into) {
+  return t_plan && t_plan->kept_ && t_plan->kept_->bind(order, t_plan->node_, into);
 }
 
 DonationScope::DonationScope(std::vector<KnownHolders> known) : known_(std::move(known)), prev_(t_known) {

@@ -6,6 +6,8 @@
 #include "ir/primitives.h"
 #include "ir/primitives_index.h"
 #include "ir/primitives_sort.h"
+#include "ir/passes/fuse.h"
+#include "runtime/plan_scope.h"
 
 namespace pyflame::runtime {
 
@@ -52,7 +54,10 @@ Program::Program(const Trace& t, const std::vector<Tensor>& args, const std::vec
     : draws_(t.rng_end - t.rng_start) {
   for (size_t i = 0; i < args.size(); ++i) {
     args_.push_back(Layout::of(args[i].node()));
-    index_.emplace(args[i].node(), ref(Arg, static_cast<int32_t>(i)));  // the first of repeats
+    // A tensor passed twice is read as its first argument: a replay needs
+    // the same tensor there again.
+    auto [first, fresh] = index_.emplace(args[i].node(), ref(Arg, static_cast<int32_t>(i)));
+    if (!fresh) repeats_.push_back({static_cast<int32_t>(i), first->second & 0xfffffff});
   }
   // The traced nodes every result needs, inputs first (ids grow in
   // recording order, so sorting by id is a topological order that also
@@ -110,6 +115,17 @@ Program::Program(const Trace& t, const std::vector<Tensor>& args, const std::vec
   }
   for (const auto& [owner, g] : t.grad_reads) grad_reads_.push_back({value_of(t, owner), g != nullptr});
   for (const auto& [n, g] : writes) grad_writes_.push_back({value_of(t, n), g ? value_of(t, g) : -1});
+  roots_ = outputs_;
+  roots_.insert(roots_.end(), rebound_.begin(), rebound_.end());
+  for (const GradWrite& g : grad_writes_) {
+    if (g.grad >= 0) roots_.push_back(g.grad);
+  }
+  auto keep = [&](int32_t r) {
+    if (r >= 0 && (r >> 28) == Val) steps_[r & 0xfffffff].kept = true;
+  };
+  for (int32_t r : roots_) keep(r);
+  for (const GradWrite& g : grad_writes_) keep(g.owner);
+  for (Step& s : steps_) s.kept |= s.released;
   index_.clear();
   // The trace kept how its evaluated nodes were made only for the program:
   // they now drop it as an evaluation outside a trace would (and backward's
@@ -122,6 +138,39 @@ Program::Program(const Trace& t, const std::vector<Tensor>& args, const std::vec
     }
   }
   plan_graph();
+  keep_plan(args);
+}
+
+// Every replay records the same steps and evaluates them in the same order,
+// each held by the same holders (the replay's values and roots, the steps
+// reading it), so the fusion plan, which rests only on that, is made once
+// here over one recording. A replay whose evaluation meets anything else
+// (an argument still pending, a fusion switch changed since) plans as usual.
+void Program::keep_plan(const std::vector<Tensor>& args) {
+  if (!fuse::enabled() || steps_.size() < 2) return;
+  std::vector<Tensor> caps;
+  if (!resolve(args, caps)) return;
+  Values v{args, caps, {}, {}};
+  instantiate(v, 0);  // no counters drawn: a random step's key does not shape the plan
+  std::vector<Tensor> all = root_values(v);
+  std::unordered_map<const Node*, int32_t> step_of;
+  for (size_t i = 0; i < v.steps.size(); ++i) step_of.emplace(v.nodes[i], ref(Val, static_cast<int32_t>(i)));
+  // Only the steps are pending: an argument or captured tensor in the order
+  // (not evaluated yet) may be another node, or another constant, next time.
+  const std::vector<std::shared_ptr<Node>> order = fuse::pending_order(all);
+  if (order.size() != steps_.size()) return;
+  auto index = [&](const Node* n) -> int32_t {
+    auto it = step_of.find(n);
+    if (it != step_of.end()) return it->second;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i].node() == n) return ref(Arg, static_cast<int32_t>(i));
+    }
+    for (size_t i = 0; i < caps.size(); ++i) {
+      if (caps[i].node() == n) return ref(Cap, static_cast<int32_t>(i));
+    }
+    return -1;
+  };
+  if (auto kept = fuse::KeptPlan::make(order, index)) plan_ = std::make_shared<const fuse::KeptPlan>(std::move(*kept));
 }
 
 int32_t Program::value_of(const Trace& t, const std::shared_ptr<Node>& n) {
@@ -173,6 +222,9 @@ bool Program::resolve(const std::vector<Tensor>& args, std::vector<Tensor>& caps
   for (size_t i = 0; i < args.size(); ++i) {
     if (!args[i].defined() || !args_[i].matches(args[i].node())) return false;
   }
+  for (const auto& [i, first] : repeats_) {
+    if (args[i].node() != args[first].node()) return false;
+  }
   auto value = [&](int32_t r) -> const Tensor& {
     return (r >> 28) == Arg ? args[r & 0xfffffff] : caps[r & 0xfffffff];
   };
@@ -191,9 +243,9 @@ bool Program::resolve(const std::vector<Tensor>& args, std::vector<Tensor>& caps
   return true;
 }
 
-void Program::instantiate(Values& v) const {
-  const uint64_t first_draw = draws_ ? rng_reserve(draws_) : 0;
+void Program::instantiate(Values& v, uint64_t first_draw) const {
   v.steps.reserve(steps_.size());
+  v.nodes.reserve(steps_.size());
   for (const Step& s : steps_) {
     auto n = std::make_shared<Node>();
     n->shape = s.layout.shape;
@@ -206,7 +258,13 @@ void Program::instantiate(Values& v) const {
     n->prim = s.draw < 0 ? s.prim : with_key(s.prim.get(), rng_key(first_draw + s.draw));
     n->inputs.reserve(s.inputs.size());
     for (int32_t in : s.inputs) n->inputs.push_back(v(in));
+    v.nodes.push_back(n.get());
     v.steps.emplace_back(std::move(n));
+  }
+  // Every step is read by a later one or is a root (kept), so each stays
+  // alive without the replay's reference.
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    if (!steps_[i].kept) v.steps[i] = Tensor();
   }
 }
 
@@ -217,13 +275,11 @@ std::vector<std::string> Program::step_names() const {
   return names;
 }
 
-std::vector<int32_t> Program::roots() const {
-  std::vector<int32_t> r(outputs_);
-  r.insert(r.end(), rebound_.begin(), rebound_.end());
-  for (const GradWrite& g : grad_writes_) {
-    if (g.grad >= 0) r.push_back(g.grad);
-  }
-  return r;
+std::vector<Tensor> Program::root_values(const Values& v) const {
+  std::vector<Tensor> all;
+  all.reserve(roots_.size());
+  for (int32_t i : roots_) all.push_back(v(i));
+  return all;
 }
 
 // What backward() released in the traced call is released after a replay
@@ -274,12 +330,12 @@ std::optional<Program::Result> Program::replay(const std::vector<Tensor>& args,
   if (graph_) {
     if (auto r = replay_graph(args, caps, held)) return r;
   }
-  Values v{args, caps, {}};
-  instantiate(v);
-  std::vector<Tensor> all;
-  for (int32_t i : roots()) all.push_back(v(i));
+  Values v{args, caps, {}, {}};
+  instantiate(v, draws_ ? rng_reserve(draws_) : 0);
+  std::vector<Tensor> all = root_values(v);
   {
     DonationScope scope(dying(caps, held));
+    PlanScope plan(plan_.get(), [&v](int32_t r) { return v.node(r); });
     eval(all);
   }
   release(v);

@@ -17,6 +17,10 @@
 #include "runtime/donation.h"
 #include "runtime/trace.h"
 
+namespace pyflame::fuse {
+struct KeptPlan;
+}
+
 namespace pyflame::runtime {
 
 class Program {
@@ -70,6 +74,7 @@ class Program {
     Layout layout;
     bool grad_leaf = false;
     bool released = false;  // backward() in the traced call walked and released it
+    bool kept = false;      // read after the evaluation: a result, a gradient, released
     int64_t draw = -1;  // a random op: its draw's offset from the trace's first
   };
   struct GradRead {
@@ -85,10 +90,14 @@ class Program {
   static int32_t ref(Kind k, int32_t i) { return (k << 28) | i; }
 
   // The values a replay reads: arguments, captured tensors and steps.
+  // A replay holds only the steps it reads after evaluating (`kept`); the
+  // others are held by the steps that read them, as eager code's
+  // intermediates are, so fusion keeps them interior (never written).
   struct Values {
     const std::vector<Tensor>& args;
     const std::vector<Tensor>& caps;
-    std::vector<Tensor> steps;
+    std::vector<Tensor> steps;  // empty where not kept
+    std::vector<Node*> nodes;   // every step's node, alive while the evaluation runs
     const Tensor& operator()(int32_t r) const {
       switch (r >> 28) {
         case Arg: return args[r & 0xfffffff];
@@ -96,11 +105,14 @@ class Program {
         default: return steps[r & 0xfffffff];
       }
     }
+    Node* node(int32_t r) const { return (r >> 28) == Val ? nodes[r & 0xfffffff] : (*this)(r).node(); }
   };
-  // Records the steps over the arguments and captured tensors.
-  void instantiate(Values& v) const;
+  // Records the steps over the arguments and captured tensors, the random
+  // ones drawing from counter `first_draw` on.
+  void instantiate(Values& v, uint64_t first_draw) const;
   // The values a replay evaluates: outputs, rebound values, gradients.
-  std::vector<int32_t> roots() const;
+  const std::vector<int32_t>& roots() const { return roots_; }
+  std::vector<Tensor> root_values(const Values& v) const;
   void release(const Values& v) const;
   // The rebound handles' old versions that die with the step (see replay),
   // with the references the replay and the handles hold to them.
@@ -121,6 +133,11 @@ class Program {
                     const std::vector<const Node*>& held) const;
   std::shared_ptr<Graph> graph_;  // null: never captured (not all on one GPU, random draws, ...)
 
+  // The fusion plan of a replay's evaluation, made once from the trace's
+  // arguments (null: none kept, each replay plans its own).
+  void keep_plan(const std::vector<Tensor>& args);
+  std::shared_ptr<const fuse::KeptPlan> plan_;
+
   int32_t value_of(const Trace& t, const std::shared_ptr<Node>& n);
   int32_t capture(const Trace& t, const std::shared_ptr<Node>& n);
   // The values of the arguments and captured tensors; false if one no
@@ -128,6 +145,7 @@ class Program {
   bool resolve(const std::vector<Tensor>& args, std::vector<Tensor>& caps) const;
 
   std::vector<Layout> args_;
+  std::vector<std::pair<int32_t, int32_t>> repeats_;  // (argument, the first that was the same tensor)
   std::vector<Captured> captured_;
   std::vector<Step> steps_;
   std::vector<GradRead> grad_reads_;
@@ -136,6 +154,7 @@ class Program {
   // Per rebound value: the captured tensor that is the same handle's version
   // the function read (a parameter before its update), or -1.
   std::vector<int32_t> rebound_cap_;
+  std::vector<int32_t> roots_;  // see roots()
   uint64_t draws_ = 0;  // random draws the function made
   // Building only: node -> value.
   std::unordered_map<const Node*, int32_t> index_;

@@ -132,7 +132,6 @@ bool Program::capture_once(Graph& g, const std::vector<Tensor>& args, const std:
     n->buffer = g.inputs[i];
     inputs.emplace_back(std::move(n));
   }
-  const std::vector<int32_t> roots = this->roots();
   std::vector<Tensor> kept;
   // Called twice: a warm-up, then under capture (whose results are kept).
   // The warm-up's results go back to the private pool first, so the
@@ -143,10 +142,9 @@ bool Program::capture_once(Graph& g, const std::vector<Tensor>& args, const std:
   int runs = 0;
   auto run = [&] {
     kept.clear();
-    Values v{inputs, caps, {}};
-    instantiate(v);
-    std::vector<Tensor> all;
-    for (int32_t i : roots) all.push_back(v(i));
+    Values v{inputs, caps, {}, {}};
+    instantiate(v, draws_ ? rng_reserve(draws_) : 0);
+    std::vector<Tensor> all = root_values(v);
     DonationScope scope(runs++ ? dying(caps, held) : std::vector<KnownHolders>{});
     eval(all);
     release(v);
@@ -196,7 +194,7 @@ std::optional<Program::Result> Program::replay_graph(const std::vector<Tensor>& 
   // reads the same memory, so the graph stays valid. A new value the graph
   // wrote into that buffer itself (a KV cache's put took it over in the
   // captured run) needs no copy.
-  const std::vector<int32_t> roots = this->roots();
+  const std::vector<int32_t>& roots = this->roots();
   std::vector<int32_t> write_back(steps_.size(), -1);  // step -> captured tensor
   for (size_t i = 0; i < rebound_.size(); ++i) {
     const int32_t r = rebound_[i], c = rebound_cap_[i];
@@ -204,7 +202,7 @@ std::optional<Program::Result> Program::replay_graph(const std::vector<Tensor>& 
       write_back[r & 0xfffffff] = c;
     }
   }
-  Values v{args, caps, std::vector<Tensor>(steps_.size())};
+  Values v{args, caps, std::vector<Tensor>(steps_.size()), {}};
   std::vector<DeviceCopy> in, out;
   for (size_t i = 0; i < args.size(); ++i) {
     in.push_back({g.inputs[i]->ptr, args[i].size() ? args[i].raw_data() : nullptr, args[i].nbytes()});

@@ -4,13 +4,18 @@
 
 #include <atomic>
 #include <cmath>
+#include <optional>
 #include <thread>
 
 #include "pyflame/autograd.h"
 #include "pyflame/backend/rocm.h"
 #include "pyflame/compile.h"
 #include "pyflame/errors.h"
+#include "pyflame/fusion.h"
 #include "pyflame/ops.h"
+#include "ir/passes/fuse.h"
+#include "runtime/program.h"
+#include "runtime/trace.h"
 
 using namespace pyflame;
 
@@ -208,6 +213,59 @@ TEST(Compile, NestedFunctionIsPartOfTheOuterTrace) {
   }
   EXPECT_EQ(outer.traces(), 1);
   EXPECT_EQ(inner.traces(), 0);
+}
+
+// A program plans its fusion once, when it is traced: its replays plan
+// nothing, and one that meets another fusion switch plans for that switch,
+// so the results stay the eager ones.
+TEST(Compile, ReplayKeepsItsFusionPlanAndFollowsTheSwitches) {
+  struct Restore {
+    ~Restore() { set_fusion(true); }
+  } restore;
+  set_fusion(true);
+  auto f = [](const std::vector<Tensor>& in) {
+    Tensor y = relu(add(mul(in[0], scalar(2.0, Dtype::Float32)), in[1]));
+    return std::vector<Tensor>{y, sum(exp(neg(y)))};  // an elementwise region and a reduction's
+  };
+  Tensor a = randn({64}), b = randn({64});
+  eval({a, b});
+  runtime::Trace trace;
+  std::vector<Tensor> out;
+  {
+    runtime::TraceScope scope(trace);
+    out = f({a, b});
+  }
+  const runtime::Program program(trace, {a, b}, out, {});
+  eval(out);
+  auto& counters = fuse::counters();
+  for (bool on : {true, false, true, false}) {
+    set_fusion(on);
+    Tensor x = randn({64}), y = randn({64});
+    eval({x, y});
+    const uint64_t plans = counters.plans, regions = counters.regions;
+    std::optional<runtime::Program::Result> r = program.replay({x, y});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(counters.plans, plans);  // kept (on), or nothing to plan (off)
+    EXPECT_EQ(counters.regions - regions, on ? 2u : 0u);
+    std::vector<Tensor> want = f({x, y});
+    EXPECT_EQ(host(r->outputs[0]), host(want[0]));
+    EXPECT_EQ(host(r->outputs[1]), host(want[1]));
+  }
+}
+
+// A tensor passed twice is one value in the traced program: a later call
+// with two different tensors there traces again instead of reading the
+// first one twice.
+TEST(Compile, RepeatedArgumentTracesAgainWhenTheCallerSplitsIt) {
+  auto f = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(add(mul(in[0], in[1]), in[0]))}; };
+  auto fn = compile(f);
+  Tensor a = randn({16}), x = randn({16}), y = randn({16});
+  eval({a, x, y});
+  EXPECT_EQ(host(fn({a, a})[0]), host(f({a, a})[0]));
+  EXPECT_EQ(host(fn({x, y})[0]), host(f({x, y})[0]));
+  EXPECT_EQ(fn.traces(), 2);
+  EXPECT_EQ(host(fn({a, a})[0]), host(f({a, a})[0]));  // the general program serves both
+  EXPECT_EQ(fn.traces(), 2);
 }
 
 TEST(Compile, BadInputsRaise) {

@@ -349,3 +349,65 @@ def test_replay_after_clear_pool_and_out_of_memory(device, rng):
     for _ in range(2):
         x = randt(rng, 16)
         close(cf(x).numpy(), (pf.exp(x) * 2).numpy(), 1e-6)
+
+
+def test_switching_fusion_between_calls(device, rng):
+    """A program plans its fusion once, when traced; calls after a switch
+    (CPU or GPU fusion) give the eager results of that switch, bit for bit."""
+    def f(x, w, b):
+        y = pf.gelu(x * w + b)
+        return y, (y * y).sum(axis=-1)
+
+    cf = pf.compile(f)
+    was, was_gpu = pf.get_fusion(), pf.get_fusion_gpu()
+    try:
+        for on, gpu in ((True, True), (False, True), (True, False), (True, True), (False, False)):
+            pf.set_fusion(on, gpu=gpu)
+            for _ in range(2):
+                x, w, b = randt(rng, 4, 33), randt(rng, 33), randt(rng, 4, 1)
+                pf.reset_fusion_stats()
+                got = cf(x, w, b)
+                if device == "cpu":  # a GPU replay may launch a captured graph: no evaluation to count
+                    assert pf.fusion_stats()["regions"] == (2 if on else 0)
+                want = f(x, w, b)
+                for g, e in zip(got, want):
+                    close(g.numpy(), e.numpy())
+    finally:
+        pf.set_fusion(was, gpu=was_gpu)
+
+
+def test_a_tensor_passed_twice_then_two_tensors(device, rng):
+    """The program of f(x, x) reads x once; f(x, y) must not replay it."""
+    def f(a, b):
+        return pf.relu(a * b + a)
+
+    cf = pf.compile(f)
+    x, y = randt(rng, 8), randt(rng, 8)
+    close(cf(x, x).numpy(), f(x, x).numpy())
+    close(cf(x, y).numpy(), f(x, y).numpy())
+    close(cf(y, y).numpy(), f(y, y).numpy())
+
+
+def test_aliasing_views_at_trace_time_do_not_stick(device, rng):
+    """Arguments that view the same memory when traced are one load of its
+    fused region; later calls with separate arguments read each one."""
+    def f(a, b):
+        with pf.no_grad():
+            return pf.exp(a * b + a) * b
+
+    def views(*bases):  # evaluated views kept with their base (requires_grad)
+        vs = [x[2:6] for x in bases]
+        pf.eval(*vs)
+        return vs
+
+    def base():
+        return pf.tensor(rng.standard_normal(8).astype(np.float32), requires_grad=True)
+
+    cf = pf.compile(f)
+    x = base()
+    a, b = views(x, x)
+    close(cf(a, b).numpy(), f(a, b).numpy())
+    for _ in range(2):
+        a, b = views(base(), base())
+        close(cf(a, b).numpy(), f(a, b).numpy())
+    assert cf.traces == 1

@@ -861,6 +861,27 @@ def test_functional_linear_softmax(device):
     assert F.flatten(tx, 1).shape == (2, 15)
 
 
+def test_functional_linear_checks_dtypes_and_gradients(device):
+    x = np.random.randn(3, 5).astype(np.float32)
+    w = np.random.randn(4, 5).astype(np.float32)
+    tx = pf.tensor(x, device=device)
+    with pytest.raises(ValueError, match=r"\[linear\] input of shape \(3, ?5\) does not end in in_features=3"):
+        F.linear(tx, pf.ones((4, 3), device=device))
+    with pytest.raises(ValueError, match=r"\[linear\] weight must be a 2-D tensor"):
+        F.linear(tx, pf.ones(5, device=device))
+    with pytest.raises(TypeError, match=r"\[linear\] bias must be a pyflame.Tensor"):
+        F.linear(tx, pf.tensor(w, device=device), [1.0])
+    b64 = np.random.randn(4)  # float64: promotes as x @ w.T + b does
+    out = F.linear(tx, pf.tensor(w, device=device), pf.tensor(b64, device=device))
+    assert out.dtype == pf.float64
+    assert_close(out, x.astype(np.float64) @ w.T.astype(np.float64) + b64, "float64", rtol=1e-6, atol=1e-6)
+    tw = pf.tensor(w, device=device, requires_grad=True)
+    tb = pf.tensor(np.zeros(4, np.float32), device=device, requires_grad=True)
+    F.linear(tx, tw, tb).sum().backward()
+    assert_close(tw.grad, np.tile(x.sum(axis=0), (4, 1)), "float32", rtol=1e-5, atol=1e-5)
+    assert_close(tb.grad, np.full(4, 3.0, np.float32), "float32")
+
+
 def test_rmsnorm_matches_reference(device):
     need_ops("rms_norm")
     x = np.random.randn(3, 4, 6).astype(np.float32)

@@ -65,27 +65,22 @@ def __dir__():
 def linear(input, weight, bias=None):  # noqa: A002  (torch's argument name)
     """``input @ weight.T + bias`` with weight of shape (out_features,
     in_features) and bias (out_features,); input (..., in_features)."""
-    # Parameter records to their tensors (explicit tests: called per layer
-    # per step, where a generator costs more than the checks).
+    # Called per layer per step: Parameter records to their tensors with
+    # explicit tests, then one call records the transposed weight (internal,
+    # not a view anyone can write through, so untracked: _inplace.py), the
+    # matmul and the bias add, checks included.
     if isinstance(input, Parameter):
         input = input.data
     if isinstance(weight, Parameter):
         weight = weight.data
-    if isinstance(bias, Parameter):
-        bias = bias.data
-    if bias is not None:
+    if bias is not None and type(bias) is not _core.Tensor:
         bias = _tensor_arg(bias, "bias", "linear")
     if not isinstance(weight, _core.Tensor) or weight.ndim != 2:
-        shape = getattr(weight, "shape", None)
         raise ValueError(f"[linear] weight must be a 2-D tensor (out_features, in_features), "
-                         f"got {type(weight).__name__} of shape {shape}")
+                         f"got {type(weight).__name__} of shape {getattr(weight, 'shape', None)}")
     if isinstance(input, _core.Tensor):
-        if input.ndim == 0 or input.shape[-1] != weight.shape[1]:
-            raise ValueError(f"[linear] input of shape {tuple(input.shape)} does not end in "
-                             f"in_features={weight.shape[1]} (weight {tuple(weight.shape)})")
-    # _core.transpose, not weight.T: the transposed weight is internal, not a
-    # view anyone can write through, so it needs no tracking (_inplace.py).
-    out = _core.matmul(input, _core.transpose(weight, None))
+        return _core.linear(input, weight, bias)
+    out = _core.matmul(input, _core.transpose(weight, None))  # array-likes, as matmul takes them
     if bias is not None:
         if out.dtype != bias.dtype and _core._autocast_dtype() is not None:
             bias = bias.astype(out.dtype)  # autocast: the bias joins the low-precision output

@@ -489,10 +489,91 @@ Plan plan(const std::vector<std::shared_ptr<Node>>& order) {
   // Nothing a region could compute (GPU graphs while GPU fusion is off, a
   // lone matmul with its views): no maps to build.
   if (std::none_of(order.begin(), order.end(), [](const auto& n) { return computable(n.get()); })) return {};
+  counters().plans.fetch_add(1, std::memory_order_relaxed);
   Builder b(order);
   b.run();
   if (b.plan.regions.empty()) return {};
   return std::move(b.plan);
+}
+
+namespace {
+
+bool holds(const std::vector<Node*>& v, const Node* n) { return std::find(v.begin(), v.end(), n) != v.end(); }
+
+}  // namespace
+
+std::optional<KeptPlan> KeptPlan::make(const std::vector<std::shared_ptr<Node>>& order,
+                                       const std::function<int32_t(const Node*)>& index) {
+  KeptPlan k;
+  k.fusion = enabled();
+  k.gpu = gpu_enabled();
+  k.order.reserve(order.size());
+  NodeMap<char> in_order;
+  for (const auto& n : order) {
+    const int32_t v = index(n.get());
+    if (v < 0) return std::nullopt;
+    k.order.push_back(v);
+    in_order.insert(n.get(), 1);
+  }
+  if (k.fusion) k.plan = fuse::plan(order);
+  // Where a load's views lead to outside the order: the value a new
+  // recording reads through the same views.
+  auto base = [&](const Node* p) {
+    while (in_order.contains(p) && p->prim && p->prim->is_view() && !p->inputs.empty()) p = p->inputs[0].node();
+    return p;
+  };
+  auto indices = [&](std::vector<Node*>& nodes, std::vector<int32_t>& out) {
+    for (Node*& n : nodes) {
+      out.push_back(index(n));
+      n = nullptr;  // the planning recording's: gone after it
+    }
+    return std::none_of(out.begin(), out.end(), [](int32_t v) { return v < 0; });
+  };
+  for (FusedRegion& r : k.plan.regions) {
+    // A member's input the tape reads as a constant or through another
+    // node's load must be read so in every recording: a constant made in
+    // the order, a load of the same value through the order's own views
+    // (not two arguments that happen to alias now).
+    for (const Node* m : r.members) {
+      for (const Tensor& t : m->inputs) {
+        const Node* p = t.node();
+        if (holds(r.members, p) || holds(r.loads, p)) continue;
+        if (constant_of(p)) {
+          if (!in_order.contains(p)) return std::nullopt;
+          continue;
+        }
+        auto q = std::find_if(r.loads.begin(), r.loads.end(), [&](const Node* l) { return same_load(p, l); });
+        if (q == r.loads.end() || base(p) != base(*q)) return std::nullopt;
+      }
+    }
+    Nodes nodes;
+    if (!indices(r.loads, nodes.loads) || !indices(r.members, nodes.members) ||
+        !indices(r.outputs, nodes.outputs) || !indices(r.unfused_order, nodes.unfused)) {
+      return std::nullopt;
+    }
+    k.nodes.push_back(std::move(nodes));
+  }
+  return k;
+}
+
+bool KeptPlan::bind(const std::vector<std::shared_ptr<Node>>& now, const std::function<Node*(int32_t)>& node,
+                    Plan& into) const {
+  if (fusion != enabled() || gpu != gpu_enabled() || now.size() != order.size()) return false;
+  for (size_t i = 0; i < now.size(); ++i) {
+    if (now[i].get() != node(order[i])) return false;
+  }
+  into = plan;
+  auto set = [&](std::vector<Node*>& to, const std::vector<int32_t>& from) {
+    for (size_t j = 0; j < to.size(); ++j) to[j] = node(from[j]);
+  };
+  for (size_t k = 0; k < into.regions.size(); ++k) {
+    FusedRegion& r = into.regions[k];
+    set(r.loads, nodes[k].loads);
+    set(r.members, nodes[k].members);
+    set(r.outputs, nodes[k].outputs);
+    set(r.unfused_order, nodes[k].unfused);
+  }
+  return true;
 }
 
 bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
@@ -511,9 +592,8 @@ Counters& counters() {
 // ---- the public switches (pyflame/fusion.h) ----
 namespace pyflame {
 
-namespace {
+namespace fuse {
 
-// The pending nodes `outputs` need, inputs first (no claims: a preview).
 std::vector<std::shared_ptr<Node>> pending_order(const std::vector<Tensor>& outputs) {
   std::vector<std::shared_ptr<Node>> order;
   std::unordered_set<Node*> seen;
@@ -535,7 +615,9 @@ std::vector<std::shared_ptr<Node>> pending_order(const std::vector<Tensor>& outp
   return order;
 }
 
-}  // namespace
+}  // namespace fuse
+
+using fuse::pending_order;
 
 const char* fused_op_name(FusedOpType t) {
   static const char* names[] = {"MATMUL_BIAS", "MATMUL_BIAS_RELU", "MATMUL_BIAS_GELU", "CONV_BIAS",
@@ -615,7 +697,7 @@ FusionStats fusion_stats() {
 
 void reset_fusion_stats() {
   auto& c = fuse::counters();
-  c.regions = c.fallbacks = c.compiles = c.disk_hits = c.memory_hits = 0;
+  c.regions = c.fallbacks = c.compiles = c.disk_hits = c.memory_hits = c.plans = 0;
 }
 
 }  // namespace pyflame

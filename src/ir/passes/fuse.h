@@ -2,7 +2,10 @@
 // into fused regions (see ir/fused.h and docs/design/fusion.md).
 #pragma once
 #include <atomic>
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <unordered_map>
@@ -32,6 +35,40 @@ Plan plan(const std::vector<std::shared_ptr<Node>>& order);
 
 bool enabled();
 
+// The pending nodes `outputs` need, inputs first, in the order an
+// evaluation claims them (no claims: a preview).
+std::vector<std::shared_ptr<Node>> pending_order(const std::vector<Tensor>& outputs);
+
+// The plan of a graph recorded again and again with one structure (a
+// compiled function's program, runtime/program.h), made once when it is
+// traced instead of at every call. Nodes are named by index (the program's
+// value references): each position of the order it was made for, and each
+// region's loads, members, outputs and replaced nodes. `bind` gives the plan
+// of one recording, with that recording's nodes.
+struct KeptPlan {
+  bool fusion = false, gpu = false;  // the switches it was made under
+  std::vector<int32_t> order;        // the value at each position
+  Plan plan;  // its regions' node pointers are the planning recording's, never read
+  struct Nodes {
+    std::vector<int32_t> loads, members, outputs, unfused;
+  };
+  std::vector<Nodes> nodes;  // per region
+
+  // Plans `order` now (as plan() would) and keeps it. `index(n)`: n's
+  // value, -1 if the recording does not name it. Nothing when the plan
+  // rests on what a new recording need not repeat: a node without a value,
+  // or two values read as one load because they alias here.
+  static std::optional<KeptPlan> make(const std::vector<std::shared_ptr<Node>>& order,
+                                      const std::function<int32_t(const Node*)>& index);
+  // Into `into`, the plan of a recording evaluated in `order`, `node(v)`
+  // its node for value v (a plan reused from call to call keeps its
+  // vectors' capacity: binding then allocates nothing). False when that is
+  // not the order it was made for or a fusion switch has changed since
+  // (the caller then plans as usual).
+  bool bind(const std::vector<std::shared_ptr<Node>>& order, const std::function<Node*(int32_t)>& node,
+            Plan& into) const;
+};
+
 // The generated GPU source of every region evaluating `outputs` would form
 // now, as (kernel name, source) pairs: what CI's AMD compile check builds.
 std::vector<std::pair<std::string, std::string>> region_sources(const std::vector<Tensor>& outputs, int wave_size);
@@ -43,6 +80,7 @@ void set_gpu_enabled(bool on);
 
 struct Counters {
   std::atomic<uint64_t> regions{0}, fallbacks{0}, compiles{0}, disk_hits{0}, memory_hits{0};
+  std::atomic<uint64_t> plans{0};  // orders planned that had something to fuse (tests)
 };
 Counters& counters();
 
