@@ -90,7 +90,13 @@ Tensor getitem(const Tensor& x, nb::handle key) {
   for (auto h : items) {
     if (PySlice_Check(h.ptr())) {
       Py_ssize_t start, stop, step;
-      if (PySlice_Unpack(h.ptr(), &start, &stop, &step) < 0) throw nb::python_error();
+      if (PySlice_Unpack(h.ptr(), &start, &stop, &step) < 0) {
+        // A zero step or a non-integer bound: Python's message under getitem.
+        nb::python_error err;
+        const std::string msg = errmsg("getitem", nb::cast<std::string>(nb::str(err.value())));
+        if (err.matches(PyExc_ValueError)) throw ValueError(msg);
+        throw nb::type_error(msg.c_str());
+      }
       if (b.empty()) {
         b.assign(out.ndim(), 0);
         e.assign(out.shape().begin(), out.shape().end());

@@ -1,0 +1,234 @@
+"""Hostile inputs to the pure-Python layer (assignment values, optimizer
+options, model directories, checkpoint paths, integer ranges, slices): a bad
+argument raises a PyFlame-style error naming the function ('[fn] ...'),
+never a Python internal (ValueError 'could not convert string to float',
+'cannot convert float NaN to integer', AttributeError, RecursionError) or a
+library's own error type; a value NumPy takes is answered exactly as NumPy
+does."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import pyflame as pf
+from conftest import assert_close, make_tensor
+from pyflame import nn, optim
+
+_INTERNAL = ("could not convert", "cannot convert float", "has no attribute", "not subscriptable",
+             "unsupported operand", "invalid literal", "can't multiply", "std::")
+
+
+def _raises(exc, fn, call):
+    with pytest.raises(exc) as info:
+        out = call()
+        if isinstance(out, pf.Tensor):
+            out.numpy()
+    msg = str(info.value)
+    assert msg.startswith(f"[{fn}] "), f"{type(info.value).__name__}: {msg!r} does not start with '[{fn}] '"
+    assert not any(s in msg for s in _INTERNAL), msg
+    return msg
+
+
+# ------------------------- scalar values written by setitem, fill_, masked_fill, where
+
+_ALL = slice(None)
+_WRITES = [  # (write, its name, the positions it writes)
+    (lambda x, v: x.__setitem__(0, v), "setitem", 0),
+    (lambda x, v: x.__setitem__(_ALL, v), "setitem", _ALL),
+    (lambda x, v: x.fill_(v), "fill_", _ALL),
+    (lambda x, v: pf.masked_fill(x, x == x, v), "masked_fill", _ALL),
+    (lambda x, v: x.masked_fill_(x == x, v), "masked_fill", _ALL),
+]
+
+
+@pytest.mark.parametrize("write, fn, where", _WRITES)
+@pytest.mark.parametrize("bad", ["a", None, [1, "b"], object(), 1 + 2j])
+def test_written_value_must_be_a_real_number(device, write, fn, where, bad):
+    if fn == "setitem" and isinstance(bad, list):
+        pytest.skip("a list is an array-like value for setitem")
+    # setitem reads a non-number as array data: a ValueError, as NumPy does.
+    exc = (TypeError, ValueError) if fn == "setitem" else TypeError
+    _raises(exc, fn, lambda: write(pf.ones(3, device=device), bad))
+
+
+@pytest.mark.parametrize("write, fn, where", _WRITES)
+@pytest.mark.parametrize("dtype", ["int32", "int64", "uint8"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf"), 1e20, 2**70, -(2**70), 2**1100])
+def test_written_value_the_integer_dtype_cannot_hold_raises(device, write, fn, where, dtype, bad):
+    with pytest.raises((ValueError, OverflowError)):  # NumPy rejects them too
+        np.zeros(3, dtype=dtype)[0] = bad
+    _raises(ValueError, fn, lambda: write(pf.zeros(3, dtype=getattr(pf, dtype), device=device), bad))
+
+
+@pytest.mark.parametrize("write, fn, where", _WRITES)
+@pytest.mark.parametrize("value", [2**62 + 1, -(2**63), 2**63 - 1, 2**53 + 1, 7.9, -7.9, True])
+def test_written_int64_values_are_exact(device, write, fn, where, value):
+    # Integers beyond float64's 2**53 must not be rounded on the way in;
+    # floats truncate toward zero, as NumPy's assignment does.
+    x = pf.zeros(3, dtype=pf.int64, device=device)
+    out = write(x, value)
+    got = out if fn == "masked_fill" and out is not None else x
+    expected = np.zeros(3, dtype=np.int64)
+    expected[where] = value
+    assert_close(got, expected, "int64")
+
+
+def test_where_with_two_scalars(device):
+    c = pf.tensor([True, False], device=device)
+    assert_close(pf.where(c, 2**62 + 1, 0), np.array([2**62 + 1, 0]), "int64")
+    assert_close(pf.where(c, 1.5, 0), np.array([1.5, 0.0]), "float32")
+    _raises(TypeError, "where", lambda: pf.where(c, "a", 0))
+    _raises(TypeError, "where", lambda: pf.where(c, 1 + 2j, 0))
+
+
+# ----------------------------------------------------- optimizer options per group
+
+@pytest.mark.parametrize("cls, options", [
+    (optim.SGD, {"lr": "a"}), (optim.SGD, {"lr": -1.0}), (optim.SGD, {"momentum": None}),
+    (optim.SGD, {"weight_decay": float("nan")}), (optim.SGD, {"nesterov": True}),
+    (optim.Adam, {"lr": "a"}), (optim.Adam, {"betas": 5}), (optim.Adam, {"betas": (1.5, 0.9)}),
+    (optim.AdamW, {"lr": [0.1]}), (optim.AdamW, {"eps": -1.0}), (optim.AdamW, {"weight_decay": "x"}),
+])
+def test_optimizer_group_options_are_checked(device, cls, options):
+    fn = f"{cls.__name__}.add_param_group"
+    p, q = nn.Parameter(pf.ones(2)), nn.Parameter(pf.ones(2))
+    exc = (TypeError, ValueError)
+    _raises(exc, fn, lambda: cls([{"params": [p], **options}], lr=0.1))
+    opt = cls([p], lr=0.1)
+    _raises(exc, fn, lambda: opt.add_param_group({"params": [q], **options}))
+    assert len(opt.param_groups) == 1  # the bad group was not added
+    sd = opt.state_dict()
+    sd["param_groups"][0].update(options)
+    _raises(exc, f"{cls.__name__}.load_state_dict", lambda: opt.load_state_dict(sd))
+    (p * p).sum().backward()
+    opt.step()  # the optimizer still works with its good options
+    assert np.all(np.isfinite(p.numpy()))
+
+
+def test_optimizer_loaded_step_must_be_a_number(device):
+    p = nn.Parameter(pf.ones(2))
+    opt = optim.Adam([p], lr=0.1)
+    sd = {"state": {0: {"step": "b"}}, "param_groups": [{"params": [0], "lr": 0.1}]}
+    _raises(TypeError, "load_state_dict", lambda: opt.load_state_dict(sd))
+
+
+def test_optimizer_structural_errors_name_the_optimizer(device):
+    _raises(ValueError, "SGD", lambda: optim.SGD([], lr=0.1))
+    _raises(TypeError, "Adam.add_param_group", lambda: optim.Adam([None]))
+    opt = optim.SGD([p := nn.Parameter(pf.ones(2))], lr=0.1)
+    _raises(ValueError, "SGD.add_param_group", lambda: opt.add_param_group({"params": [p]}))
+
+
+# ---------------------------------------------------------- broken model directories
+
+_CFG = {"model_type": "llama", "vocab_size": 10, "hidden_size": 8, "intermediate_size": 16,
+        "num_hidden_layers": 1, "num_attention_heads": 2, "tie_word_embeddings": True}
+
+
+def _model_dir(tmp_path, config, files=()):
+    d = tmp_path / "model"
+    d.mkdir()
+    (d / "config.json").write_text(config if isinstance(config, str) else json.dumps(config))
+    for name, data in files:
+        (d / name).write_bytes(data)
+    return d
+
+
+def _weights(d, cfg=_CFG):
+    from safetensors.numpy import save_file
+    from pyflame.llm.config import ModelConfig
+    from pyflame.llm.loader import expected_weights
+    shapes = expected_weights(ModelConfig.from_dict(cfg))
+    save_file({k: np.ones(s, np.float32) for k, s in shapes.items()}, str(d / "model.safetensors"))
+
+
+@pytest.mark.parametrize("config", [
+    "[]", "5", "{", dict(_CFG, vocab_size="a"), dict(_CFG, hidden_size=[8]), dict(_CFG, num_hidden_layers=-1),
+    dict(_CFG, vocab_size=0), dict(_CFG, num_attention_heads=0), dict(_CFG, num_attention_heads=2.5),
+    dict(_CFG, rope_scaling=5), dict(_CFG, rope_scaling={"rope_type": "linear", "factor": "x"}),
+    dict(_CFG, rope_theta="big"), dict(_CFG, sliding_window="a"), dict(_CFG, num_key_value_heads=True),
+])
+def test_llm_load_bad_config(tmp_path, config):
+    import pyflame.llm
+    _raises(ValueError, "llm.load", lambda: pyflame.llm.load(_model_dir(tmp_path, config)))
+
+
+@pytest.mark.parametrize("files", [
+    [("model.safetensors", b"junk")],
+    [("model.safetensors", (2**40).to_bytes(8, "little") + b"{}")],
+    [("model.safetensors.index.json", b'{"weight_map": 5}')],
+    [("model.safetensors.index.json", b'{"weight_map": {"model.norm.weight": 3}}')],
+    [("model.safetensors.index.json", b"garbage")],
+    [("model.safetensors.index.json", b"[1, 2]")],
+])
+def test_llm_load_bad_weight_files(tmp_path, files):
+    import pyflame.llm
+    _raises(ValueError, "llm.load", lambda: pyflame.llm.load(_model_dir(tmp_path, _CFG, files)))
+
+
+def test_llm_load_bad_tokenizer_and_path(tmp_path):
+    import pyflame.llm
+    d = _model_dir(tmp_path, _CFG, [("tokenizer.json", b"{")])
+    _weights(d)
+    _raises(ValueError, "llm.load", lambda: pyflame.llm.load(d))
+    os.remove(d / "tokenizer.json")
+    model, tok = pyflame.llm.load(d)  # the same directory without it loads
+    assert tok is None and model is not None
+    for bad in (None, 5, ["x"]):
+        _raises(ValueError, "llm.load", lambda: pyflame.llm.load(bad))
+
+
+# ------------------------------------------------------------ save / load targets
+
+def test_save_to_a_path_that_cannot_be_a_file(tmp_path, device):
+    obj = {"a": pf.ones(2, device=device)}
+    _raises(FileNotFoundError, "save", lambda: pf.save(obj, str(tmp_path / "missing" / "x.pf")))
+    _raises(IsADirectoryError, "save", lambda: pf.save(obj, str(tmp_path)))
+    for bad in (None, 5, ["x"]):
+        _raises(TypeError, "save", lambda: pf.save(obj, bad))
+        _raises(TypeError, "load", lambda: pf.load(bad))
+    pf.save(obj, os.fsencode(tmp_path / "b.pf"))  # bytes paths work, as in open()
+    assert_close(pf.load(os.fsencode(tmp_path / "b.pf"))["a"], np.ones(2), "float32")
+
+
+def test_save_of_a_container_inside_itself(tmp_path, device):
+    d = {"w": pf.ones(2, device=device)}
+    d["self"] = d
+    lst = [1]
+    lst.append(lst)
+    for obj, where in ((d, "self"), (lst, "1"), ({"a": [{"b": lst}]}, "a.0.b.1")):
+        msg = _raises(ValueError, "save", lambda: pf.save(obj, str(tmp_path / "x.pf")))
+        assert f"'{where}'" in msg
+    shared = [1, 2]  # the same list twice is not a cycle
+    pf.save({"a": shared, "b": shared}, str(tmp_path / "y.pf"))
+    assert pf.load(str(tmp_path / "y.pf")) == {"a": [1, 2], "b": [1, 2]}
+
+
+# -------------------------------------------------- integer ranges beyond 2**53
+
+@pytest.mark.parametrize("args", [(2**62, 2**62 + 3), (-(2**63), -(2**63) + 2), (2**62 + 5, 2**62, -2),
+                                  (0, 2**62, 2**61), (2**62, 0, -(2**60)), (2**63 - 3, 2**63 - 1),
+                                  (5, 2**62 + 1, 2**62), (2**53, 2**53 + 4), (-5, 2**62, 2**62)])
+def test_arange_of_integers_beyond_float64_is_exact(device, args):
+    # Python's range is the exact reference: NumPy counts the elements in
+    # float64 (np.arange(-5, 2**62, 2**62) has one element; there are two).
+    assert_close(pf.arange(*args), np.array(range(*args), dtype=np.int64), "int64")
+
+
+def test_arange_beyond_float64_still_checks_its_size(device):
+    _raises(ValueError, "arange", lambda: pf.arange(0, 2**62))
+    _raises(ValueError, "arange", lambda: pf.arange(2**62, 2**62 + 3, 0))
+
+
+# ------------------------------------------------------------------- slices
+
+@pytest.mark.parametrize("key, exc", [(slice(None, None, 0), ValueError), ((0, slice(1, 3, 0)), ValueError),
+                                      (slice(1.5, None), TypeError), (slice("a", 2), TypeError)])
+def test_bad_slices_name_getitem(device, key, exc):
+    a = np.arange(12).reshape(3, 4)
+    with pytest.raises(exc):
+        a[key]
+    x = make_tensor(a, "int64", device)
+    _raises(exc, "getitem", lambda: x[key])
+    _raises(exc, "getitem", lambda: x.__setitem__(key, 0))
