@@ -232,3 +232,27 @@ def test_bad_slices_name_getitem(device, key, exc):
     x = make_tensor(a, "int64", device)
     _raises(exc, "getitem", lambda: x[key])
     _raises(exc, "getitem", lambda: x.__setitem__(key, 0))
+
+
+# ------------------------------------------------------ non-finite linalg input
+
+_NONFINITE = [[[np.nan, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, np.nan]], [[np.inf, 0.0], [0.0, 1.0]],
+              [[1.0, 2.0], [np.inf, 1.0]], [[2.0, 1.0], [1.0, 3.0]]]
+
+
+@pytest.mark.parametrize("a", _NONFINITE)
+def test_inv_and_solve_of_non_finite_matrices_match_numpy(device, a):
+    # A NaN anywhere gives an all-NaN answer (LAPACK's pivoting alone would
+    # leave some entries finite); an inf goes through the arithmetic.
+    a = np.array(a)
+    x = make_tensor(a, "float64", device)
+    assert_close(pf.linalg.inv(x), np.linalg.inv(a), "float64")
+    b = np.array([1.0, 2.0])
+    assert_close(pf.linalg.solve(x, make_tensor(b, "float64", device)), np.linalg.solve(a, b), "float64")
+    batch = np.stack([np.eye(2) * 2, a])  # only the matrix with the NaN is NaN
+    assert_close(pf.linalg.inv(make_tensor(batch, "float64", device)), np.linalg.inv(batch), "float64")
+
+
+@pytest.mark.parametrize("ord_", ["fro", None, [2], "2"])
+def test_vector_norm_ord_must_be_a_number(device, ord_):
+    _raises(ValueError, "linalg.vector_norm", lambda: pf.linalg.vector_norm(pf.ones(3, device=device), ord=ord_))
