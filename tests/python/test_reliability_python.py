@@ -256,3 +256,16 @@ def test_inv_and_solve_of_non_finite_matrices_match_numpy(device, a):
 @pytest.mark.parametrize("ord_", ["fro", None, [2], "2"])
 def test_vector_norm_ord_must_be_a_number(device, ord_):
     _raises(ValueError, "linalg.vector_norm", lambda: pf.linalg.vector_norm(pf.ones(3, device=device), ord=ord_))
+
+
+# ----------------------------------------- output sizes computed in Python
+
+@pytest.mark.parametrize("kwargs", [dict(size=(2**62, 2**62)), dict(size=(2**31, 2**31)), dict(scale_factor=2**62),
+                                    dict(size=(2**64, 1)), dict(scale_factor=float("inf")),
+                                    dict(scale_factor=float("nan"))])
+def test_interpolate_output_size_is_checked_first(device, kwargs):
+    # The sizes used to reach NumPy ('array is too big') or math.floor
+    # (OverflowError) before the core's size check.
+    x = pf.ones((1, 1, 2, 2), device=device)
+    _raises(ValueError, "interpolate", lambda: pf.nn.functional.interpolate(x, **kwargs))
+    assert pf.nn.functional.interpolate(x, scale_factor=2).shape == (1, 1, 4, 4)
