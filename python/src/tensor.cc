@@ -261,7 +261,9 @@ void init_tensor(nb::module_& m) {
             return nb::cast<bool>(nb::bool_(item(t)));
           })
       .def("__float__", [](const Tensor& t) { return nb::cast<double>(nb::float_(item(t))); })
-      .def("__int__", [](const Tensor& t) { return nb::cast<int64_t>(nb::int_(item(t))); })
+      // Python's int() of the value: exact for int64, and any size for a
+      // float (int(pf.tensor(1e30)), as torch); NaN and inf raise as int() does.
+      .def("__int__", [](const Tensor& t) { return nb::int_(item(t)); })
       .def("__hash__", [](const Tensor& t) { return t.id(); })
       .def("__getitem__", &getitem, nb::arg("key").none())
       .def("__add__", &forward<add, "add">, nb::arg("other").none())

@@ -269,3 +269,51 @@ def test_interpolate_output_size_is_checked_first(device, kwargs):
     x = pf.ones((1, 1, 2, 2), device=device)
     _raises(ValueError, "interpolate", lambda: pf.nn.functional.interpolate(x, **kwargs))
     assert pf.nn.functional.interpolate(x, scale_factor=2).shape == (1, 1, 4, 4)
+
+
+# ------------------------------------------- pickle, copy, format, int()
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "float64", "int64", "int32", "bool", "uint8"])
+def test_tensors_pickle_and_copy_exactly(device, dtype):
+    import copy
+    import pickle
+    a = np.array([[1.5, -2.25, 0.0], [3.0, 1000.0, -7.0]])
+    x = make_tensor(a, dtype, device)
+    for y in (pickle.loads(pickle.dumps(x)), copy.copy(x), copy.deepcopy(x),
+              copy.deepcopy({"w": [x]})["w"][0]):
+        assert y is not x and y.dtype == x.dtype and y.device == x.device
+        np.testing.assert_array_equal(pf._core._to_host_bits(y), pf._core._to_host_bits(x))
+    v = pickle.loads(pickle.dumps(x[:, ::2]))  # a strided view: its values
+    assert_close(v, x[:, ::2].numpy(), dtype)
+    assert pickle.loads(pickle.dumps(pf.zeros((0, 3), device=device))).shape == (0, 3)
+
+
+def test_copies_of_grad_leaves_and_modules_are_independent(device):
+    import copy
+    import pickle
+    w = pf.ones(2, requires_grad=True, device=device)
+    c = copy.deepcopy(w)
+    assert c.requires_grad and c.is_leaf and c is not w
+    m = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
+    for m2 in (copy.deepcopy(m), pickle.loads(pickle.dumps(m))):
+        assert [n for n, _ in m2.named_parameters()] == [n for n, _ in m.named_parameters()]
+        assert [n for n, _ in m2.named_buffers()] == [n for n, _ in m.named_buffers()]
+        assert_close(m2[0].weight, m[0].weight.numpy(), "float32")
+        with pf.no_grad():
+            m2[0].weight.fill_(0.0)
+        assert m[0].weight.numpy().any()  # the original keeps its values
+        m2(pf.ones((2, 2), device=device)).sum().backward()
+        assert m2[0].weight.grad is not None and m[0].weight.grad is None
+
+
+def test_format_and_int_of_tensors(device):
+    torch = pytest.importorskip("torch")
+    assert f"{pf.tensor(2.0, device=device):.3f}" == f"{torch.tensor(2.0):.3f}" == "2.000"
+    assert f"{pf.tensor(7, device=device):>4}" == "   7"
+    _raises(TypeError, "format", lambda: f"{pf.ones(2, device=device):.3f}")
+    assert f"{pf.ones(2, device=device)}" == str(pf.ones(2, device=device))
+    assert int(pf.tensor(1e30, device=device)) == int(torch.tensor(1e30))  # beyond int64, as torch
+    assert int(pf.tensor(2**62 + 1, device=device)) == 2**62 + 1
+    assert int(pf.tensor(-2.7, device=device)) == -2
+    with pytest.raises(ValueError):
+        int(pf.tensor(float("nan"), device=device))
