@@ -345,3 +345,26 @@ def test_multinomial_with_replacement_draws_by_weight(device):
     draw = pf.multinomial(pf.tensor([0.0, 1.0, 3.0], device=device), 4000, replacement=True).numpy()
     counts = np.bincount(draw, minlength=3)
     assert counts[0] == 0 and 0.65 < counts[2] / 4000 < 0.85
+
+
+# ---------------------------------------------------- tensor property setters
+
+@pytest.mark.parametrize("bad", ["yes", 1, None, 1.0, np.True_])
+def test_requires_grad_setter_takes_a_bool(device, bad):
+    # nanobind's message for a setter names no function ('(): incompatible
+    # function arguments'); torch also takes only a bool here.
+    x = pf.ones(2, device=device)
+    _raises(TypeError, "requires_grad", lambda: setattr(x, "requires_grad", bad))
+    assert not x.requires_grad
+    x.requires_grad = True
+    assert x.requires_grad
+
+
+@pytest.mark.parametrize("bad", ["a", 5, np.ones(2), [1.0, 1.0]])
+def test_grad_setter_takes_a_tensor_or_none(device, bad):
+    x = pf.ones(2, requires_grad=True, device=device)
+    _raises(TypeError, "grad", lambda: setattr(x, "grad", bad))
+    x.grad = pf.full((2,), 3.0, device=device)
+    assert_close(x.grad, np.full(2, 3.0), "float32")
+    x.grad = None
+    assert x.grad is None
