@@ -368,3 +368,34 @@ def test_grad_setter_takes_a_tensor_or_none(device, bad):
     assert_close(x.grad, np.full(2, 3.0), "float32")
     x.grad = None
     assert x.grad is None
+
+
+# ------------------------------------------------------ generate's arguments
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    import pyflame.llm
+    d = _model_dir(tmp_path_factory.mktemp("gen"), _CFG)
+    _weights(d)
+    return pyflame.llm.load(d)[0]
+
+
+@pytest.mark.parametrize("args, kwargs, exc", [
+    (("ab", 2), {}, TypeError), ((None, 2), {}, TypeError), (([0.5, 1], 2), {}, TypeError),
+    (([[0, 1], ["x"]], 2), {}, TypeError), (([0, 1], 2.5), {}, TypeError), (([0, 1], "3"), {}, TypeError),
+    (([0, 1], 2), {"temperature": -1.0}, ValueError), (([0, 1], 2), {"temperature": float("nan")}, ValueError),
+    (([0, 1], 2), {"temperature": "hot"}, ValueError), (([0, 1], 2), {"temperature": 1.0, "top_k": 2.5}, TypeError),
+    (([0, 1], 2), {"temperature": 1.0, "top_p": "x"}, TypeError), (([0, 1], 2), {"stop": "a"}, TypeError),
+])
+def test_generate_rejects_bad_arguments_by_name(tiny_model, args, kwargs, exc):
+    import pyflame.llm
+    _raises(exc, "generate", lambda: pyflame.llm.generate(tiny_model, *args, **kwargs))
+
+
+def test_generate_accepts_integer_ids_of_any_kind(tiny_model):
+    import pyflame.llm
+    ref = pyflame.llm.generate(tiny_model, [0, 1], 3)
+    assert pyflame.llm.generate(tiny_model, np.array([0, 1]), 3) == ref
+    assert pyflame.llm.generate(tiny_model, pf.tensor([[0, 1]]), 3) == [ref]
+    assert pyflame.llm.generate(tiny_model, [0, 1], 3, stop=[]) == ref
+    _raises(ValueError, "manual_seed", lambda: pyflame.llm.generate(tiny_model, [0, 1], 2, seed="x"))
