@@ -1,4 +1,6 @@
 """Conversions from Python and NumPy values to what the core accepts."""
+import math
+
 import numpy as np
 
 # NumPy dtype -> the PyFlame dtype it becomes; others (long double, complex,
@@ -40,6 +42,38 @@ def to_array(obj, fn="tensor"):
         raise ValueError(f"[{fn}] value {int(arr.max())} does not fit int64")
     # Not np.ascontiguousarray: it turns 0-d arrays (scalars) into 1-d ones.
     return np.asarray(arr, dtype=target, order="C")
+
+
+def scalar_value(value, dtype, fn, what="value"):
+    """A Python or NumPy real number (or a one-element tensor) as the float
+    the core's ``full`` takes for dtype, converted as an assignment does:
+    true/false for bool, truncated toward zero for integers. Anything else is
+    a TypeError under fn; a value the dtype cannot hold (NaN or 1e20 into
+    int32) is left for ``full`` to reject under fn."""
+    if hasattr(value, "item") and getattr(value, "size", None) == 1 and not isinstance(value, np.generic):
+        value = value.item()
+    if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+        raise TypeError(f"[{fn}] {what} must be a real number, got {type(value).__name__}")
+    if str(dtype) == "bool":
+        return float(bool(value))
+    if not dtype.is_floating_point and isinstance(value, (float, np.floating)) and math.isfinite(value):
+        value = math.trunc(value)
+    try:
+        return float(value)
+    except OverflowError:  # a Python int beyond float64's range
+        raise ValueError(f"[{fn}] {what} {value} cannot be converted to {dtype} without overflow") from None
+
+
+def scalar_full(shape, value, dtype, device, fn, what="value"):
+    """A tensor of shape filled with a scalar (scalar_value's rules). An
+    integer beyond float64's exact range (2**53) is filled on the host, so
+    int64 tensors get it exactly."""
+    from . import _core
+    v = scalar_value(value, dtype, fn, what)
+    if (str(dtype) == "int64" and isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+            and abs(int(value)) > 2**53 and -2**63 <= int(value) < 2**63):
+        return _core.from_numpy(np.full(list(shape), int(value), dtype=np.int64), device)
+    return _core.full(list(shape), v, dtype, device, fn)
 
 
 def cpu_name():

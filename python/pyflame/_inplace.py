@@ -17,7 +17,7 @@ import weakref
 import numpy as np
 
 from . import _core
-from ._convert import to_array
+from ._convert import scalar_full, scalar_value, to_array
 from ._core import Tensor
 
 _INT64 = _core.Dtype.int64
@@ -118,12 +118,8 @@ def _conform(value, shape, dtype, device, fn, strict):
             if strict and _kind(_scalar_dtype(value)) > _kind(dtype):
                 raise RuntimeError(f"[{fn}] result type {_scalar_dtype(value)} can't be cast "
                                    f"to the desired output type {dtype}")
-            if str(dtype) == "bool":
-                value = bool(value)
-            elif not dtype.is_floating_point:
-                value = int(value)  # NumPy's assignment truncates toward zero
-            return _core.full(list(shape), float(value), dtype, device)
-        value = _core.from_numpy(to_array(value), device)
+            return scalar_full(shape, value, dtype, device, fn)
+        value = _core.from_numpy(to_array(value, fn), device)
     if value.device != device:
         value = value.to(device)
     if value.dtype != dtype:
@@ -286,6 +282,8 @@ def fill_(self, value):
     if isinstance(value, Tensor) and value.ndim != 0:
         raise RuntimeError(f"[fill_] only supports 0-dimension value tensors, got shape "
                            f"{tuple(value.shape)}")
+    if not isinstance(value, Tensor):
+        scalar_value(value, self.dtype, "fill_")  # a number, as torch's fill_ takes
     return write(self, "fill_", lambda: value)
 
 
@@ -322,7 +320,7 @@ def masked_fill(x, mask, value):
                                f"shape {tuple(value.shape)}")
         value = value.astype(x.dtype)
     else:
-        value = _core.full([], float(value), x.dtype, x.device)
+        value = scalar_full([], value, x.dtype, x.device, "masked_fill")
     return _core.where(mask, value, x)
 
 

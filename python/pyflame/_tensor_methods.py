@@ -60,8 +60,36 @@ def _cast(name):
     return m
 
 
+def _rebuild(bits, dtype, device, requires_grad):
+    """A pickled tensor: its exact bits (bfloat16 included), dtype, device
+    and whether it was a grad leaf."""
+    t = _core._from_host_bits(bits, dtype).to(device)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def _reduce(self):
+    """pickle and copy.copy / copy.deepcopy: the values (evaluated), dtype,
+    device and requires_grad, as torch pickles a tensor (a copy is a new leaf)."""
+    return _rebuild, (_core._to_host_bits(self), str(self.dtype), str(self.device), self.requires_grad)
+
+
+def _format(self, spec):
+    """format(t, ".3f"): a 0-d tensor formats its value, as
+    torch does; other tensors take no format spec."""
+    if self.ndim == 0 and spec:
+        return format(self.item(), spec)
+    if spec:
+        raise TypeError(f"[format] a format spec ({spec!r}) applies to 0-d tensors only, got shape "
+                        f"{tuple(self.shape)}")
+    return str(self)
+
+
 Tensor.__repr__ = _repr
 Tensor.__str__ = _repr
+Tensor.__reduce__ = _reduce
+Tensor.__format__ = _format
 Tensor.tolist = lambda self: self.numpy().tolist()
 Tensor.reshape = lambda self, *shape: ops.reshape(self, *shape)
 Tensor.view = _view

@@ -9,6 +9,7 @@ differentiable ops.
 """
 import builtins
 import math
+import numbers
 import operator
 from collections import namedtuple
 
@@ -219,6 +220,8 @@ def pinv(x, /, *, rtol=None):
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):  # noqa: A002
     from .array_api._helpers import axes_arg
     x = _float(_t(x, "vector_norm"))
+    if isinstance(ord, bool) or not isinstance(ord, numbers.Real):
+        raise ValueError(f"[linalg.vector_norm] ord must be a number, got {ord!r}")
     axes = axes_arg(axis, x.ndim, "vector_norm")
     if x.ndim == 0:
         x, axes = _core.reshape(x, [1]), [0]

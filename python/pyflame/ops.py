@@ -6,7 +6,7 @@ import operator
 import numpy as np
 
 from . import _core
-from ._convert import to_array
+from ._convert import scalar_full, to_array
 from ._inplace import viewing, split_viewing
 
 
@@ -50,7 +50,10 @@ def _number(value, what, fn):
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (builtins.int, builtins.float,
                                                                       np.integer, np.floating)):
         raise TypeError(f"[{fn}] {what} must be a real number, got {type(value).__name__}")
-    return builtins.float(value)
+    try:
+        return builtins.float(value)
+    except OverflowError:  # a Python int beyond float64's range
+        raise ValueError(f"[{fn}] {what} {value} is out of range") from None
 
 
 def _leaf(t, requires_grad):
@@ -145,9 +148,16 @@ def arange(start, stop=None, step=1, dtype=None, device=None):
         start, stop = 0, start
     values = [_number(v, what, "arange") for v, what in ((start, "start"), (stop, "stop"),
                                                           (step, "step"))]
+    ints = all(isinstance(v, (builtins.int, np.integer)) for v in (start, stop, step))
     if dtype is None:
-        ints = all(isinstance(v, (builtins.int, np.integer)) for v in (start, stop, step))
         dtype = "int64" if ints else "float32"
+    if ints and builtins.max(builtins.abs(int(v)) for v in (start, stop, step)) > 2**53 and \
+            str(_core._dtype(dtype, "arange")) == "int64" and step != 0:
+        # Beyond float64's exact integers: count and offset in integers.
+        start, stop, step = int(start), int(stop), int(step)
+        n = builtins.max(0, -((start - stop) // step))
+        idx = _core.arange(0.0, builtins.float(n), 1.0, "int64", device)
+        return idx * step + start if n else idx
     return _core.arange(*values, dtype, device)
 
 
@@ -237,7 +247,8 @@ def where(condition, a, b):
             isinstance(condition, _core.Tensor) and np.isscalar(a) and np.isscalar(b):
         kinds = [_scalar_dtype(v) for v in (a, b)]
         dtype = max(kinds, key=["bool", "int64", "float32"].index)
-        a = _core.full([], builtins.float(a), dtype, condition.device)
+        dtype = _core._dtype(dtype, "where")
+        a = scalar_full([], a, dtype, condition.device, "where", "a")
     return _core.where(condition, a, b)
 
 

@@ -48,10 +48,15 @@ def _safetensors():
 
 # ------------------------------------------------------------------ save
 
-def _encode(obj, prefix, tensors, where):
+def _encode(obj, prefix, tensors, where, open_=()):
     """The JSON description of obj; its tensors go into ``tensors`` under
-    dotted names."""
+    dotted names. open_: ids of the containers being encoded around obj (a
+    container inside itself would recurse without end)."""
     from .nn.parameter import Parameter
+    if isinstance(obj, (dict, list, tuple)):
+        if id(obj) in open_:
+            raise ValueError(f"[save] the object contains itself at '{where or '<root>'}'")
+        open_ = open_ + (id(obj),)
     if isinstance(obj, Parameter):
         obj = obj.data
     if isinstance(obj, _core.Tensor):
@@ -77,13 +82,13 @@ def _encode(obj, prefix, tensors, where):
                 raise ValueError(f"[save] dict keys must be str or int, got {key!r} at "
                                  f"'{where or '<root>'}'")
             path = f"{prefix}.{key}" if prefix else str(key)
-            items.append([key, _encode(value, path, tensors, path)])
+            items.append([key, _encode(value, path, tensors, path, open_)])
         return {"o" if isinstance(obj, collections.OrderedDict) else "d": items}
     if isinstance(obj, (list, tuple)):
         items = []
         for i, value in enumerate(obj):
             path = f"{prefix}.{i}" if prefix else str(i)
-            items.append(_encode(value, path, tensors, path))
+            items.append(_encode(value, path, tensors, path, open_))
         return {"u" if isinstance(obj, tuple) else "l": items}
     hint = " (save its state_dict())" if hasattr(obj, "state_dict") else ""
     raise ValueError(f"[save] cannot save an object of type {type(obj).__name__} at "
@@ -103,6 +108,8 @@ def save(obj, path):
     their dtypes (bfloat16 included) and shapes.
     """
     st = _safetensors()
+    if not hasattr(path, "write"):
+        path = _target(path)
     tensors = {}
     tree = _encode(obj, "", tensors, "")
     # "format": "pt" as PyTorch's checkpoints say: the names and layouts are
@@ -124,16 +131,33 @@ def save(obj, path):
     if hasattr(path, "write"):
         path.write(bytes(st.serialize(specs, metadata=metadata)))
         return
-    path = os.fspath(path)
     # Written beside the target and renamed: an interrupted save leaves the
     # previous file intact.
     tmp = f"{path}.tmp{os.getpid()}"
     try:
         st.serialize_file(specs, tmp, metadata=metadata)
         os.replace(tmp, path)
+    except OSError as e:
+        raise OSError(e.errno, f"[save] cannot write '{path}': {e.strerror or e}") from None
+    except Exception as e:  # safetensors' own error type (an I/O failure inside it)
+        raise OSError(f"[save] cannot write '{path}': {e}") from None
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def _target(path):
+    """The file name save writes, after checking that it can be one."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError("[save] path must be a file name or a writable binary file object, got "
+                        f"{type(path).__name__}")
+    path = os.fsdecode(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"[save] '{path}' is a directory, not a file name")
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"[save] no such directory: '{folder}'")
+    return path
 
 
 # ------------------------------------------------------------------ load
@@ -141,7 +165,10 @@ def save(obj, path):
 def _read(path):
     if hasattr(path, "read"):
         return path.read(), "<file object>"
-    name = os.fspath(path)
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError("[load] path must be a file name or a readable binary file object, got "
+                        f"{type(path).__name__}")
+    name = os.fsdecode(path)
     if not os.path.exists(name):
         raise FileNotFoundError(f"[load] no such file: '{name}'")
     if os.path.isdir(name):

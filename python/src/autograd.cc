@@ -73,7 +73,15 @@ void replace_keeping_grad_state(Tensor& self, const Tensor& other) {
 void def_autograd_methods(nb::class_<Tensor>& cls) {
   cls.def_prop_rw(
          "requires_grad", [](const Tensor& t) { return t.requires_grad(); },
-         [](Tensor& t, bool on) { t.set_requires_grad(on); })
+         [](Tensor& t, nb::handle on) {
+           // A property setter has no name in nanobind's own message.
+           if (!PyBool_Check(on.ptr())) {  // as torch: a bool, not 1 or None
+             const std::string got = nb::type_name(on.type()).c_str();
+             throw nb::type_error(errmsg("requires_grad", "must be a bool, got " + got).c_str());
+           }
+           t.set_requires_grad(on.ptr() == Py_True);
+         },
+         nb::for_setter(nb::arg("value").none()))
       .def("requires_grad_", [](Tensor& t, bool on) { t.set_requires_grad(on); return t; },
            nb::arg("requires_grad") = true)
       .def_prop_ro("is_leaf", &Tensor::is_leaf)
@@ -83,7 +91,13 @@ void def_autograd_methods(nb::class_<Tensor>& cls) {
             Tensor g = t.grad();
             return g.defined() ? std::optional<Tensor>(g) : std::nullopt;
           },
-          [](Tensor& t, std::optional<Tensor> g) { t.set_grad(g ? *g : Tensor()); },
+          [](Tensor& t, nb::handle g) {
+            if (!g.is_none() && !nb::isinstance<Tensor>(g)) {
+              const std::string got = nb::type_name(g.type()).c_str();
+              throw nb::type_error(errmsg("grad", "must be a Tensor or None, got " + got).c_str());
+            }
+            t.set_grad(g.is_none() ? Tensor() : nb::cast<Tensor>(g));
+          },
           nb::for_setter(nb::arg("value").none()))
       .def("detach", &detach)
       .def(

@@ -64,6 +64,11 @@ void init_ops(nb::module_& m) {
     return full(s, v, t, to_opt_device(dev, fn.c_str()));
   }, nb::arg("shape"), nb::arg("value"), nb::arg("dtype") = none, nb::arg("device") = none,
      nb::arg("fn") = "full");
+  // The size check every op runs, for Python code that computes a shape
+  // before building it (host-side index tables).
+  m.def("_check_shape", [](const Shape& s, nb::handle dt, const std::string& fn) {
+    checked_nbytes(s, itemsize(dtype_or(dt, Dtype::Float32, fn.c_str())), fn.c_str());
+  }, nb::arg("shape"), nb::arg("dtype") = none, nb::arg("fn") = "shape");
   m.def("_dtype", [](nb::handle d, const std::string& fn) { return to_dtype(d, fn.c_str()); },
         nb::arg("dtype"), nb::arg("fn") = "dtype");
   m.def("arange", [](double start, double stop, double step, nb::handle dt, nb::handle dev) {

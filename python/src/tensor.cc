@@ -90,7 +90,13 @@ Tensor getitem(const Tensor& x, nb::handle key) {
   for (auto h : items) {
     if (PySlice_Check(h.ptr())) {
       Py_ssize_t start, stop, step;
-      if (PySlice_Unpack(h.ptr(), &start, &stop, &step) < 0) throw nb::python_error();
+      if (PySlice_Unpack(h.ptr(), &start, &stop, &step) < 0) {
+        // A zero step or a non-integer bound: Python's message under getitem.
+        nb::python_error err;
+        const std::string msg = errmsg("getitem", nb::cast<std::string>(nb::str(err.value())));
+        if (err.matches(PyExc_ValueError)) throw ValueError(msg);
+        throw nb::type_error(msg.c_str());
+      }
       if (b.empty()) {
         b.assign(out.ndim(), 0);
         e.assign(out.shape().begin(), out.shape().end());
@@ -255,7 +261,9 @@ void init_tensor(nb::module_& m) {
             return nb::cast<bool>(nb::bool_(item(t)));
           })
       .def("__float__", [](const Tensor& t) { return nb::cast<double>(nb::float_(item(t))); })
-      .def("__int__", [](const Tensor& t) { return nb::cast<int64_t>(nb::int_(item(t))); })
+      // Python's int() of the value: exact for int64, and any size for a
+      // float (int(pf.tensor(1e30)), as torch); NaN and inf raise as int() does.
+      .def("__int__", [](const Tensor& t) { return nb::int_(item(t)); })
       .def("__hash__", [](const Tensor& t) { return t.id(); })
       .def("__getitem__", &getitem, nb::arg("key").none())
       .def("__add__", &forward<add, "add">, nb::arg("other").none())

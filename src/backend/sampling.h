@@ -20,26 +20,47 @@ PF_HD inline bool is_picked(int64_t i, const int64_t* picked, int64_t npicked) {
   return false;
 }
 
-// Sum of chunk c's weights (entries in `picked` count as 0), or -1 when one
-// is negative, inf or NaN.
-template <typename T>
-PF_HD double chunk_sum(const T* p, int64_t V, int c, const int64_t* picked, int64_t npicked) {
+// Which categories are already drawn (without replacement). ScanPicked
+// searches the draws so far (no memory beyond the output: the GPU kernel's
+// choice); FlagPicked keeps a flag per category, so a draw costs O(V/kChunks)
+// instead of O(draws so far) (the CPU's). Both answer alike: the same indices.
+struct ScanPicked {
+  const int64_t* picked;
+  PF_HD bool has(int64_t i, int64_t npicked) const { return is_picked(i, picked, npicked); }
+  PF_HD void mark(int64_t) {}
+};
+
+struct FlagPicked {
+  uint8_t* flags;  // V entries, zero before the row's first draw (none with replacement)
+  bool has(int64_t i, int64_t npicked) const { return npicked != 0 && flags[i] != 0; }
+  void mark(int64_t i) { flags[i] = 1; }
+};
+
+// Sum of chunk c's weights (entries already picked count as 0), or -1 when
+// one is negative, inf or NaN.
+template <typename T, typename Picked>
+PF_HD double chunk_sum_of(const T* p, int64_t V, int c, const Picked& picked, int64_t npicked) {
   const int64_t L = chunk_len(V), begin = c * L, end = begin + L < V ? begin + L : V;
   double s = 0.0;
   for (int64_t i = begin; i < end; ++i) {
     const double w = static_cast<double>(static_cast<float>(p[i]));
     if (!(w >= 0.0) || (w - w) != 0.0) return -1.0;
-    if (!is_picked(i, picked, npicked)) s += w;
+    if (!picked.has(i, npicked)) s += w;
   }
   return s;
+}
+
+template <typename T>
+PF_HD double chunk_sum(const T* p, int64_t V, int c, const int64_t* picked, int64_t npicked) {
+  return chunk_sum_of(p, V, c, ScanPicked{picked}, npicked);
 }
 
 // Draws ns indices of row `row` (weights p[0..V)) into out, given the chunk
 // sums cs[kChunks] (updated in place without replacement). Returns 0, or
 // the error code of multinomial_error().
-template <typename T>
-PF_HD int sample_row(const T* p, int64_t V, int64_t ns, bool replacement, uint64_t key, int64_t row,
-                     double* cs, int64_t* out) {
+template <typename T, typename Picked>
+PF_HD int sample_row_with(const T* p, int64_t V, int64_t ns, bool replacement, uint64_t key, int64_t row,
+                          double* cs, int64_t* out, Picked& picked) {
   for (int c = 0; c < kChunks; ++c) {
     if (cs[c] < 0.0) return 1;
   }
@@ -65,7 +86,7 @@ PF_HD int sample_row(const T* p, int64_t V, int64_t ns, bool replacement, uint64
     double acc = 0.0;
     for (int64_t i = begin; i < end; ++i) {
       const double w = static_cast<double>(static_cast<float>(p[i]));
-      if (w > 0.0 && !is_picked(i, out, npicked)) {
+      if (w > 0.0 && !picked.has(i, npicked)) {
         last = i;
         acc += w;
         if (acc > t) {
@@ -75,9 +96,19 @@ PF_HD int sample_row(const T* p, int64_t V, int64_t ns, bool replacement, uint64
       }
     }
     out[s] = pick >= 0 ? pick : last;
-    if (!replacement) cs[c] = chunk_sum(p, V, c, out, s + 1);
+    if (!replacement) {
+      picked.mark(out[s]);
+      cs[c] = chunk_sum_of(p, V, c, picked, s + 1);
+    }
   }
   return 0;
+}
+
+template <typename T>
+PF_HD int sample_row(const T* p, int64_t V, int64_t ns, bool replacement, uint64_t key, int64_t row,
+                     double* cs, int64_t* out) {
+  ScanPicked picked{out};
+  return sample_row_with(p, V, ns, replacement, key, row, cs, out, picked);
 }
 
 }  // namespace pyflame::sampling

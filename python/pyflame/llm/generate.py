@@ -2,11 +2,39 @@
 top-k and top-p, through the general ops argmax, topk, sort, cumsum and
 multinomial (seeded by pf.manual_seed, so a seed gives the same tokens on
 every device)."""
+import math
+import numbers
+
 import pyflame as pf
+
+
+def _fail(msg, exc=ValueError):
+    raise exc(f"[generate] {msg}")
+
+
+def _token(t, what):
+    """A token id: an integer (a NumPy or 0-d tensor one too), not a float
+    that would be truncated."""
+    if isinstance(t, pf.Tensor) and t.ndim == 0:
+        t = t.item()
+    if isinstance(t, bool) or not isinstance(t, numbers.Integral):
+        _fail(f"{what} must hold integer token ids, got {t!r}", TypeError)
+    return int(t)
+
+
+def _check_sampling(temperature, top_k, top_p):
+    if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, numbers.Real)
+                                    or not 0 <= temperature < math.inf):
+        _fail(f"temperature must be a finite number >= 0 (0: greedy), got {temperature!r}")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral)):
+        _fail(f"top_k must be an integer, got {top_k!r}", TypeError)
+    if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, numbers.Real)):
+        _fail(f"top_p must be a number, got {top_p!r}", TypeError)
 
 
 def sample_logits(logits, temperature=0.0, top_k=None, top_p=None):
     """Next-token ids (B,) int64 for logits (B, V)."""
+    _check_sampling(temperature, top_k, top_p)
     if temperature is None or temperature <= 0:
         return pf.argmax(logits, -1)
     if top_p is not None and not 0 < top_p <= 1:
@@ -32,7 +60,9 @@ def sample_logits(logits, temperature=0.0, top_k=None, top_p=None):
 
 
 def _row(ids, what):
-    ids = [int(t) for t in ids]
+    if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
+        _fail(f"{what} must be a list of token ids, got {type(ids).__name__}", TypeError)
+    ids = [_token(t, what) for t in ids]
     if not ids:
         raise ValueError(f"[generate] {what} is empty")
     return ids
@@ -43,6 +73,9 @@ def _prompts(prompt_ids):
     tensor) is a batch."""
     if isinstance(prompt_ids, pf.Tensor):
         prompt_ids = prompt_ids.numpy().tolist()
+    if isinstance(prompt_ids, (str, bytes)) or not hasattr(prompt_ids, "__iter__"):
+        _fail(f"prompt_ids must be a list of token ids or of prompts, got {type(prompt_ids).__name__}",
+              TypeError)
     prompt_ids = list(prompt_ids)
     if prompt_ids and all(not isinstance(p, (int, float)) and hasattr(p, "__len__") for p in prompt_ids):
         return [_row(p, f"prompt {i}") for i, p in enumerate(prompt_ids)], True
@@ -51,7 +84,9 @@ def _prompts(prompt_ids):
 
 def _stop_set(model, stop):
     stop = model.config.eos_token_id if stop is None else stop
-    return {int(stop)} if isinstance(stop, int) else {int(s) for s in stop}
+    if isinstance(stop, numbers.Integral):
+        return {_token(stop, "stop")}
+    return set(_row(stop, "stop")) if stop else set()
 
 
 def stream_generate(model, prompt_ids, max_tokens, temperature=0.0, top_k=None, top_p=None,
@@ -72,11 +107,14 @@ def stream_generate(model, prompt_ids, max_tokens, temperature=0.0, top_k=None, 
     replayed per token); False runs every step eagerly. Both give the same
     tokens."""
     rows, batched = _prompts(prompt_ids)
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, numbers.Integral):
+        _fail(f"max_tokens must be an integer, got {max_tokens!r}", TypeError)
+    _check_sampling(temperature, top_k, top_p)
     if max_tokens <= 0:
         return
     stop = _stop_set(model, stop)
     if seed is not None:
-        pf.manual_seed(int(seed))
+        pf.manual_seed(seed)  # checks the seed under its own name
     width = max(len(r) for r in rows)
     pad = [width - len(r) for r in rows]
     # Padding slots hold token 0; the mask keeps them out of every real row.

@@ -69,20 +69,31 @@ def _upload(bits, sdt, device, want):
     return t
 
 
+def _safe_open(file):
+    """safetensors' reader of file; a file it cannot parse fails under
+    llm.load instead of as safetensors' own error type."""
+    from safetensors import safe_open
+    try:
+        return safe_open(file, framework="numpy")
+    except Exception as e:  # SafetensorError derives from Exception only
+        _fail(f"{file} is not a readable safetensors file: {e}")
+
+
 def _weight_files(path):
     """name -> file for every tensor of the checkpoint."""
-    from safetensors import safe_open
     single = os.path.join(path, "model.safetensors")
     index = os.path.join(path, "model.safetensors.index.json")
     if os.path.isfile(single):
-        with safe_open(single, framework="numpy") as f:
+        with _safe_open(single) as f:
             return {k: single for k in f.keys()}
     if os.path.isfile(index):
         with open(index) as fh:
             try:
                 weight_map = json.load(fh)["weight_map"]
-            except (ValueError, KeyError):
+            except (ValueError, KeyError, TypeError):
                 _fail(f"{index} has no weight_map")
+        if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+            _fail(f"the weight_map of {index} must map names to file names")
         files = {}
         for name, shard in weight_map.items():
             full = os.path.join(path, shard)
@@ -123,7 +134,8 @@ def load(path, dtype=None, device=None):
     a time, and uploaded once (bfloat16 as its raw bits); each layer's q/k/v
     and gate/up parts are joined on the host and uploaded as one weight
     (``self_attn.qkv_proj``, ``mlp.gate_up_proj``: one GEMM each)."""
-    from safetensors import safe_open
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        _fail(f"path must be a directory name, got {type(path).__name__}")
     path = os.fspath(path)
     if not os.path.isdir(path):
         _fail(f"{path} is not a directory")
@@ -147,7 +159,7 @@ def load(path, dtype=None, device=None):
     if want is None:
         name = _CONFIG_DTYPES.get(raw.get("torch_dtype") or raw.get("dtype"))
         if name is None:
-            with safe_open(files["model.embed_tokens.weight"], framework="numpy") as f:
+            with _safe_open(files["model.embed_tokens.weight"]) as f:
                 name = _DTYPES.get(f.get_slice("model.embed_tokens.weight").get_dtype(), "float32")
         want = pf._core._dtype(name, "llm.load")
     raw_reader = _RawReader()
@@ -158,7 +170,7 @@ def load(path, dtype=None, device=None):
     for n in expected:
         by_file.setdefault(files[n], []).append(n)
     for file, names in by_file.items():
-        with safe_open(file, framework="numpy") as f:
+        with _safe_open(file) as f:
             for n in names:
                 st = f.get_slice(n)
                 sdt, shape = st.get_dtype(), tuple(st.get_shape())
@@ -192,4 +204,7 @@ def _load_tokenizer(path):
     if not os.path.isfile(file):
         return None
     from tokenizers import Tokenizer
-    return Tokenizer.from_file(file)
+    try:
+        return Tokenizer.from_file(file)
+    except Exception as e:  # the tokenizers library raises a bare Exception
+        _fail(f"{file} is not a readable tokenizer: {e}")

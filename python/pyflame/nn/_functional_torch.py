@@ -8,6 +8,7 @@ import numbers
 import numpy as np
 
 from .. import _core
+from ..ops import _shape
 from .parameter import Parameter
 
 __all__ = [
@@ -187,7 +188,7 @@ def _out_sizes(x, size, scale_factor, fn):
             raise ValueError(f"[{fn}] size must be {nsp} positive integers, got {size!r}")
         return [int(s) for s in sizes], None
     scales = [scale_factor] * nsp if isinstance(scale_factor, numbers.Real) else list(scale_factor)
-    if len(scales) != nsp or any(not isinstance(s, numbers.Real) or s <= 0 for s in scales):
+    if len(scales) != nsp or any(not isinstance(s, numbers.Real) or not 0 < s < math.inf for s in scales):
         raise ValueError(f"[{fn}] scale_factor must be {nsp} positive numbers, got "
                          f"{scale_factor!r}")
     scales = [float(s) for s in scales]
@@ -235,6 +236,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest",  # noqa: A0
         raise ValueError(f"[{fn}] mode must be 'nearest', 'linear', 'bilinear' or 'trilinear', "
                          f"got {mode!r}")
     sizes, scales = _out_sizes(x, size, scale_factor, fn)
+    # Checked before any host index table is built.
+    _core._check_shape(_shape((list(x.shape[:2]) + sizes,), fn), x.dtype, fn)
     if recompute_scale_factor:
         scales = None
     if any(s <= 0 for s in sizes) or any(n == 0 for n in x.shape[2:]):

@@ -60,6 +60,11 @@ class Parameter:
             data = _ops.tensor(data)
         object.__setattr__(self, "data", _as_leaf(data, requires_grad))
 
+    def __reduce__(self):
+        # pickle and copy.deepcopy (of a module too): a Parameter of a copy
+        # of the tensor (Tensor.__reduce__).
+        return Parameter, (self.data, self.data.requires_grad)
+
     def __getattr__(self, name):
         if name in Parameter.__slots__ or name.startswith("__"):
             raise AttributeError(name)

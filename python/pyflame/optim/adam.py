@@ -23,14 +23,17 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, maximize=False):
-        fn = type(self).__name__
-        _check_range(lr, "learning rate", fn=fn)
-        _check_range(eps, "epsilon value", fn=fn)
-        betas = _check_betas(betas, fn)
-        _check_range(weight_decay, "weight_decay value", fn=fn)
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps,
-                                      weight_decay=weight_decay, amsgrad=amsgrad,
-                                      maximize=maximize))
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                        maximize=maximize)
+        self._check_options(defaults, type(self).__name__)
+        super().__init__(params, defaults)
+
+    @staticmethod
+    def _check_options(options, fn):
+        _check_range(options["lr"], "learning rate", fn=fn)
+        _check_range(options["eps"], "epsilon value", fn=fn)
+        options["betas"] = _check_betas(options["betas"], fn)
+        _check_range(options["weight_decay"], "weight_decay value", fn=fn)
 
     def _update(self, group):
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]

@@ -80,7 +80,10 @@ def _state_value(param, key, value):
     if isinstance(value, dict):
         return {k: _state_value(param, k, v) for k, v in value.items()}
     if key == "step":
-        step = float(np.asarray(value))
+        try:
+            step = float(np.asarray(value))
+        except (TypeError, ValueError):
+            raise TypeError(f"[load_state_dict] a parameter's 'step' must be a number, got {value!r}") from None
         return int(step) if step.is_integer() else step
     if not isinstance(value, Tensor) and hasattr(value, "__array__"):
         value = _core.from_numpy(np.ascontiguousarray(np.asarray(value)), None)
@@ -117,7 +120,7 @@ class Optimizer:
                             f"dicts, got {type(params).__name__}")
         groups = list(params)
         if not groups:
-            raise ValueError("optimizer got an empty parameter list")
+            raise ValueError(f"[{type(self).__name__}] optimizer got an empty parameter list")
         if not isinstance(groups[0], dict):
             groups = [{"params": groups}]
         for group in groups:
@@ -157,23 +160,24 @@ class Optimizer:
         params = [_tensor_of(p) for p in params]
         for p in params:
             if not isinstance(p, Tensor):
-                raise TypeError("optimizer can only optimize Tensors, but one of the params is "
-                                + type(p).__name__)
+                raise TypeError(f"[{fn}] optimizer can only optimize Tensors, but one of the params "
+                                f"is {type(p).__name__}")
             if not p.is_leaf:
-                raise ValueError("can't optimize a non-leaf Tensor")
+                raise ValueError(f"[{fn}] can't optimize a non-leaf Tensor")
         group = dict(param_group, params=params)
         for name, default in self.defaults.items():
             if default is required and name not in group:
-                raise ValueError("parameter group didn't specify a value of required "
+                raise ValueError(f"[{fn}] parameter group didn't specify a value of required "
                                  f"optimization parameter {name}")
             group.setdefault(name, default)
+        self._check_options(group, fn)
         ids = [id(p) for p in params]
         if len(set(ids)) != len(ids):
             warnings.warn("optimizer contains a parameter group with duplicate parameters; "
                           "in future, this will cause an error", stacklevel=3)
         taken = {id(p) for g in self.param_groups for p in g["params"]}
         if taken & set(ids):
-            raise ValueError("some parameters appear in more than one parameter group")
+            raise ValueError(f"[{fn}] some parameters appear in more than one parameter group")
         self.param_groups.append(group)
 
     def zero_grad(self, set_to_none=True):
@@ -209,6 +213,12 @@ class Optimizer:
         """The groups' options and sizes: what a compiled step bakes in."""
         return [(len(g["params"]), sorted((k, v) for k, v in g.items() if k != "params"))
                 for g in self.param_groups]
+
+    @staticmethod
+    def _check_options(options, fn):
+        """Raises for an option value the optimizer cannot use (a group's own
+        options, the defaults, a loaded state dict's): subclasses check
+        theirs."""
 
     def _update(self, group):
         raise NotImplementedError(f"{type(self).__name__} does not implement _update")
@@ -264,6 +274,7 @@ class Optimizer:
             group = {k: v for k, v in g.items() if k != "params"}  # options it lacks stay
             group.update((k, v) for k, v in s.items() if k != "params")
             group["params"] = g["params"]
+            self._check_options(group, fn)
             groups.append(group)
         self.state, self.param_groups = state, groups
 

@@ -18,16 +18,20 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr=required, momentum=0, dampening=0, weight_decay=0,
                  nesterov=False, *, maximize=False):
-        if lr is not required:
-            _check_range(lr, "learning rate", fn="SGD")
-        _check_range(momentum, "momentum value", fn="SGD")
-        _check_range(dampening, "dampening value", low=-math.inf, fn="SGD")
-        _check_range(weight_decay, "weight_decay value", fn="SGD")
-        if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("[SGD] Nesterov momentum requires a momentum and zero dampening")
-        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
-                                      weight_decay=weight_decay, nesterov=nesterov,
-                                      maximize=maximize))
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                        nesterov=nesterov, maximize=maximize)
+        self._check_options(defaults, "SGD")
+        super().__init__(params, defaults)
+
+    @staticmethod
+    def _check_options(options, fn):
+        if options.get("lr", required) is not required:
+            _check_range(options["lr"], "learning rate", fn=fn)
+        _check_range(options["momentum"], "momentum value", fn=fn)
+        _check_range(options["dampening"], "dampening value", low=-math.inf, fn=fn)
+        _check_range(options["weight_decay"], "weight_decay value", fn=fn)
+        if options["nesterov"] and (options["momentum"] <= 0 or options["dampening"] != 0):
+            raise ValueError(f"[{fn}] Nesterov momentum requires a momentum and zero dampening")
 
     def _update(self, group):
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]

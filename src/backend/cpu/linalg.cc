@@ -224,6 +224,11 @@ void svd(const Lapack& p, const T* a, T* out, int m, int n) {
 }
 
 template <typename T>
+bool any_nan(const T* a, int64_t count) {
+  return std::any_of(a, a + count, [](T v) { return std::isnan(v); });
+}
+
+template <typename T>
 void run(const Lapack& p, const std::vector<Tensor>& in, Tensor& out) {
   const Tensor& x = in[0];
   const char* fn = p.name();
@@ -235,6 +240,13 @@ void run(const Lapack& p, const std::vector<Tensor>& in, Tensor& out) {
   for (int64_t b = 0; b < mats; ++b) {
     const T* ab = a + b * int64_t(m) * n;
     T* ob = o + b * out_per;
+    if ((p.op == LapackOp::Inv || p.op == LapackOp::Solve) && any_nan(ab, int64_t(m) * n)) {
+      // LAPACK's pivoting spreads a NaN over only part of the result; NumPy
+      // and PyTorch answer all NaN (an inf goes through LAPACK's arithmetic,
+      // as theirs).
+      std::fill(ob, ob + out_per, std::numeric_limits<T>::quiet_NaN());
+      continue;
+    }
     switch (p.op) {
       case LapackOp::Cholesky: cholesky(p, ab, ob, n); break;
       case LapackOp::Inv: inverse(p, ab, ob, n); break;

@@ -94,10 +94,13 @@ void Multinomial::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
   cpu::dispatch_float(in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* p = in[0].data<T>();
+    std::vector<uint8_t> flags(replacement ? 0 : V);
     for (int64_t r = 0; r < R && !err; ++r) {
       double cs[sampling::kChunks];
       for (int c = 0; c < sampling::kChunks; ++c) cs[c] = sampling::chunk_sum(p + r * V, V, c, o, 0);
-      err = sampling::sample_row(p + r * V, V, ns, replacement, key, r, cs, o + r * ns);
+      std::fill(flags.begin(), flags.end(), uint8_t{0});
+      sampling::FlagPicked picked{flags.data()};
+      err = sampling::sample_row_with(p + r * V, V, ns, replacement, key, r, cs, o + r * ns, picked);
     }
   });
   if (err) throw RuntimeError(multinomial_error(err));
