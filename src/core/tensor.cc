@@ -293,13 +293,6 @@ void Tensor::copy_to_host(void* dst) const {
   runtime::trace_host_read("a host read (item(), numpy(), bool() or a copy to the host)");
   Tensor h = device().is_cpu() ? *this : to_device(*this, Device::cpu());
   h.eval();
-  if (!device().is_cpu()) {
-    // A download lands in a fresh row-major host buffer: one memcpy on this
-    // thread, never an OpenMP team (threads reading results at once would
-    // each start and keep one).
-    if (h.nbytes()) std::memcpy(dst, h.raw_data(), h.nbytes());
-    return;
-  }
   runtime::copy_host_contiguous(h, dst);
 }
 

@@ -309,14 +309,12 @@ bool gemv_shaped(const Tensor& x, const Tensor& w) {
 }  // namespace
 
 std::optional<Tensor> fold_gemv_prologue(const Tensor& a, const Tensor& b) {
-  if (!fold_enabled(a, b) || !gemv_shaped(a, b) || !foldable(a)) return std::nullopt;
-  using P = FusedGemv::Prologue;
-  const std::vector<Tensor>& in = a.inputs();
-  if (const auto* norm = pending<RMSNorm>(a); norm && norm->has_weight && in[0].dtype() == a.dtype()) {
-    return Tensor::make({1, b.shape(1)}, a.dtype(), a.device(),
-                        std::make_shared<FusedGemv>(P::Rms, norm->eps, false), {in[0], in[1], b});
-  }
-  return std::nullopt;
+  if (!fold_enabled(a, b) || !gemv_shaped(a, b)) return std::nullopt;
+  const auto* norm = pending<RMSNorm>(a);
+  if (!norm || !norm->has_weight) return std::nullopt;
+  return Tensor::make({1, b.shape(1)}, a.dtype(), a.device(),
+                      std::make_shared<FusedGemv>(FusedGemv::Prologue::Rms, norm->eps, false),
+                      {a.inputs()[0], a.inputs()[1], b});
 }
 
 std::optional<Tensor> fold_gemv_epilogue(const Tensor& a, const Tensor& b) {

@@ -482,11 +482,10 @@ PinnedMemoryPool::Block PinnedMemoryPool::forget_foreign(void* ptr) {
   return {ptr, it->second};
 }
 
-void PinnedMemoryPool::give_back_shared(std::vector<Block>& blocks, std::vector<Pending>& pending) {
-  if (blocks.empty() && pending.empty()) return;
+void PinnedMemoryPool::give_back_shared(const std::vector<Block>& blocks) {
+  if (blocks.empty()) return;
   std::lock_guard lk(mu_);
   for (const Block& b : blocks) free_.emplace(b.size, b.ptr);
-  pending_.insert(pending_.end(), pending.begin(), pending.end());
 }
 
 void PinnedMemoryPool::release(void* ptr) {
@@ -502,8 +501,7 @@ void PinnedMemoryPool::release(void* ptr) {
       }
     }
     if (mine) {
-      std::vector<Pending> none;
-      give_back_shared(extra, none);
+      give_back_shared(extra);
       return;
     }
   }

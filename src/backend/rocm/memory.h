@@ -158,7 +158,7 @@ class PinnedMemoryPool {
   ThreadCache* thread_cache();
   Block acquire_shared(size_t size);
   Block forget_foreign(void* ptr);  // a block another thread acquired
-  void give_back_shared(std::vector<Block>& blocks, std::vector<Pending>& pending);
+  void give_back_shared(const std::vector<Block>& blocks);
   void reclaim_locked();
 
   const bool thread_caches_ = false;

@@ -7,6 +7,7 @@
 
 #include "backend/elementwise_math.h"
 #include "backend/rocm/kernels/common.h"
+#include "backend/rocm/kernels/norm_rows.h"
 #include "backend/rocm/memory.h"
 
 namespace pyflame::backend::rocm {
@@ -139,10 +140,11 @@ __global__ void gemv_finish(const float* part, T* y, int64_t O, int splits) {
 }
 
 // ---------------------------------------------------------------- fused GEMV
-// FusedGemv: a decode step's projection with its neighbours. Each block
-// first computes the input row into shared memory, rounded as the unfused
-// kernels would store it, then runs gemv_rows' loop over its rows against
-// it; the residual add rounds the product first, as the unfused add reads it.
+// FusedGemv: a decode step's projection with its neighbours. After a norm,
+// each block first computes the normalized row into shared memory, rounded
+// as the unfused norm stores it, then runs gemv_rows' loop over its rows
+// against it; the residual add rounds the product first, as the unfused add
+// reads it.
 
 enum GemvPrologue { kProNone, kProRms };
 
@@ -159,6 +161,8 @@ struct FusedGemvArgs {
   int norm_threads, norm_iters;  // Rms: norm_rows_cached's geometry for this row
 };
 
+// The normalized row into shared memory (Rms only: without a prologue the
+// loop reads the row where it is).
 template <typename T, int kPro>
 __device__ void gemv_prologue(const FusedGemvArgs<T>& p, T* xs) {
   constexpr int V = 16 / sizeof(T);
@@ -196,10 +200,6 @@ __device__ void gemv_prologue(const FusedGemvArgs<T>& p, T* xs) {
       }
       *reinterpret_cast<P*>(xs + j) = o;
     }
-  } else {
-    for (int64_t j = int64_t(threadIdx.x) * V; j < K; j += step) {
-      *reinterpret_cast<P*>(xs + j) = *reinterpret_cast<const P*>(p.x + j);
-    }
   }
   __syncthreads();
 }
@@ -210,24 +210,23 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_fused(FusedGemvArgs<T> p) {
   T* xs = reinterpret_cast<T*>(gemv_row);
   const T* r = p.r;
   T* y = p.y;
-  gemv_rows_loop<T, true, S, U>(
-      p.w, p.ws_o, xs, 1, p.O, p.K,
-      [=](int64_t o, float s) {
-        T v = T(s);
-        if constexpr (kAdd) v = T(binary_apply<BinaryOp::Add>(static_cast<float>(v), static_cast<float>(r[o])));
-        y[o] = v;
-      },
-      [&p, xs] { gemv_prologue<T, kPro>(p, xs); });
+  auto store = [=](int64_t o, float s) {
+    T v = T(s);
+    if constexpr (kAdd) v = T(binary_apply<BinaryOp::Add>(static_cast<float>(v), static_cast<float>(r[o])));
+    y[o] = v;
+  };
+  if constexpr (kPro == kProRms) {
+    gemv_rows_loop<T, true, S, U>(p.w, p.ws_o, xs, 1, p.O, p.K, store, [&p, xs] { gemv_prologue<T, kPro>(p, xs); });
+  } else {
+    gemv_rows_loop<T, true, S, U>(p.w, p.ws_o, p.x, 1, p.O, p.K, store, [] {});
+  }
 }
 
-// norm_rows_cached's threads and iterations for a vectorized row of K
-// (run_norm in norm.hip), or false when that row takes another kernel.
-bool norm_geometry(int64_t K, int V, int& threads, int& iters) {
-  const int64_t slots = K / V;
-  const int64_t want = ((slots + 3) / 4 + 63) / 64 * 64;
-  threads = static_cast<int>(std::clamp<int64_t>(want, 64, 512));
-  iters = static_cast<int>((slots + threads - 1) / threads);
-  return iters <= 8 && threads <= kGemvThreads;
+// Rows of few outputs (fewer than ~16 per multiprocessor) take four waves
+// each when long enough (gemv_rows' S), vectorized rows only.
+int gemv_split(const DeviceContext& ctx, int64_t O, int64_t K, int V) {
+  const int wave = std::max(ctx.wave_size, 1);
+  return O * 4 <= int64_t(ctx.multiprocessors) * 64 && K >= 4 * wave * V * 2 ? 4 : 1;
 }
 
 // The fused kernel, when the layouts allow: unit-stride, 16-byte aligned
@@ -248,7 +247,11 @@ bool launch_fused_gemv(const FusedGemv& f, const std::vector<Tensor>& in, Tensor
   if (f.prologue == FusedGemv::Prologue::Rms) {
     p.g = in[1].data<float>();
     p.eps = static_cast<float>(f.eps);
-    if (!aligned16(p.g) || !norm_geometry(K, V, p.norm_threads, p.norm_iters)) return false;
+    // The norm's kernel must be the cached one, with at most one block's threads.
+    if (!aligned16(p.g) || !cached_norm_geometry(K / V, p.norm_threads, p.norm_iters) ||
+        p.norm_threads > kGemvThreads) {
+      return false;
+    }
   }
   if (f.add) {
     p.r = in[np + 1].data<T>();
@@ -259,9 +262,8 @@ bool launch_fused_gemv(const FusedGemv& f, const std::vector<Tensor>& in, Tensor
   p.K = K;
   DeviceContext& ctx = context(out.device().index);
   DeviceGuard g(ctx.device);
-  const int wave = std::max(ctx.wave_size, 1);
-  const int split = O * 4 <= int64_t(ctx.multiprocessors) * 64 && K >= 4 * wave * V * 2 ? 4 : 1;
-  const int64_t per_block = kGemvThreads / wave / split;
+  const int split = gemv_split(ctx, O, K, V);
+  const int64_t per_block = kGemvThreads / std::max(ctx.wave_size, 1) / split;
   // Each block computes the row once. With a prologue to repeat, blocks go
   // over more rows when there are many, in equal rounds (no block left
   // with one round more than the others).
@@ -273,7 +275,7 @@ bool launch_fused_gemv(const FusedGemv& f, const std::vector<Tensor>& in, Tensor
     blocks = (groups + rounds - 1) / rounds;
   }
   const unsigned grid = static_cast<unsigned>(blocks);
-  const size_t smem = size_t(K) * sizeof(T);
+  const size_t smem = f.prologue == FusedGemv::Prologue::Rms ? size_t(K) * sizeof(T) : 0;
   auto go = [&](auto pro, auto add) {
     constexpr int kP = decltype(pro)::value;
     constexpr bool kA = decltype(add)::value;
@@ -335,8 +337,7 @@ bool try_gemv(const std::vector<Tensor>& in, Tensor& out) {
     if (rows) {
       constexpr int V = 16 / sizeof(T);
       const bool vec = xs == 1 && K % V == 0 && ws_o % V == 0 && aligned16(x) && aligned16(w);
-      // Few rows (fewer than ~16 per multiprocessor): four waves per row.
-      const int split = vec && O * 4 <= int64_t(ctx.multiprocessors) * 64 && K >= 4 * wave * V * 2 ? 4 : 1;
+      const int split = vec ? gemv_split(ctx, O, K, V) : 1;
       const int64_t per_block = kGemvThreads / wave / split;
       const unsigned grid = static_cast<unsigned>(
           std::min<int64_t>((O + per_block - 1) / per_block, int64_t(ctx.multiprocessors) * 32));

@@ -9,15 +9,13 @@
 #include <cmath>
 
 #include "backend/rocm/kernels/common.h"
+#include "backend/rocm/kernels/norm_rows.h"
 
 namespace pyflame::backend::rocm {
 
 namespace {
 
 enum NormKind : int { kLayer = 0, kRms = 1, kGroup = 2 };
-
-constexpr int kCachedMaxThreads = 512;  // register budget of the cached kernel
-constexpr int kCachedMaxIters = 8;
 
 // V consecutive floats of p (16-byte aligned when V is a multiple of 4).
 template <int V>
@@ -200,12 +198,8 @@ void run_norm(const std::vector<Tensor>& in, Tensor& out, int64_t cols, double e
       const bool vec = cols % kVec == 0 && aligned16(x) && aligned16(y) && (!w || aligned16(w)) &&
                        (!b || aligned16(b));
       const int v = vec ? kVec : 1;
-      const int64_t slots = cols / v;
-      // About four slots (V elements each) per thread; 64..512 threads.
-      const int64_t want = ((slots + 3) / 4 + 63) / 64 * 64;
-      const int threads = static_cast<int>(std::clamp<int64_t>(want, 64, kCachedMaxThreads));
-      const int64_t iters = (slots + threads - 1) / threads;
-      if (iters <= kCachedMaxIters) {
+      int threads, iters;
+      if (cached_norm_geometry(cols / v, threads, iters)) {
         const int it = iters <= 1 ? 1 : iters <= 2 ? 2 : iters <= 4 ? 4 : 8;
         if (vec) launch_cached<T, kVec, K == kRms>(it, x, y, w, b, rows, cols, e, threads, ctx);
         else launch_cached<T, 1, K == kRms>(it, x, y, w, b, rows, cols, e, threads, ctx);
