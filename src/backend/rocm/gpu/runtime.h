@@ -62,6 +62,7 @@ using hipFuncAttribute = cudaFuncAttribute;
 #define hipMallocAsync cudaMallocAsync
 #define hipFreeAsync cudaFreeAsync
 #define hipHostFree cudaFreeHost
+#define hipHostGetDevicePointer cudaHostGetDevicePointer
 #define hipHostMallocDefault cudaHostAllocDefault
 #define hipHostMallocPortable cudaHostAllocPortable
 #define hipHostMallocMapped cudaHostAllocMapped
@@ -109,6 +110,12 @@ using hipStreamCaptureStatus = cudaStreamCaptureStatus;
 #define hipGraphLaunch cudaGraphLaunch
 #define hipGraphExecDestroy cudaGraphExecDestroy
 #define hipGraphDestroy cudaGraphDestroy
+// Graphs built node by node (a replay's copy nodes around its captured graph).
+using hipGraphNode_t = cudaGraphNode_t;
+using hipKernelNodeParams = cudaKernelNodeParams;
+#define hipGraphCreate cudaGraphCreate
+#define hipGraphAddKernelNode cudaGraphAddKernelNode
+#define hipGraphAddChildGraphNode cudaGraphAddChildGraphNode
 
 // Kernels. HIP's hipFuncSetAttribute takes only const void*: call it as
 // hipFuncSetAttribute(reinterpret_cast<const void*>(&kernel), attr, value) on both platforms.
