@@ -255,10 +255,9 @@ def _nan_rule(f, a):
 
 @pytest.mark.parametrize("a", _NONFINITE)
 def test_inv_and_solve_of_non_finite_matrices_match_numpy(device, a):
-    # A NaN anywhere gives an all-NaN answer; an inf goes through the arithmetic.
+    # A NaN anywhere gives an all-NaN answer (a NaN pivot is not 'singular',
+    # which the GPU solver library may report); an inf goes through the arithmetic.
     a = np.array(a)
-    if device != "cpu" and np.isnan(a).any():
-        pytest.skip("the GPU solver reports a NaN pivot as singular: [linalg.inv] raises instead")
     x = make_tensor(a, "float64", device)
     assert_close(pf.linalg.inv(x), _nan_rule(np.linalg.inv, a), "float64")
     b = np.array([1.0, 2.0])
@@ -266,6 +265,27 @@ def test_inv_and_solve_of_non_finite_matrices_match_numpy(device, a):
                  _nan_rule(lambda m: np.linalg.solve(m, b), a), "float64")
     batch = np.stack([np.eye(2) * 2, a])  # only the matrix with the NaN is NaN
     assert_close(pf.linalg.inv(make_tensor(batch, "float64", device)), _nan_rule(np.linalg.inv, batch), "float64")
+
+
+@pytest.mark.parametrize("a", _NONFINITE)
+def test_det_and_slogdet_of_non_finite_matrices(device, a):
+    # A NaN anywhere: PyTorch's answer (det NaN, slogdet (0, NaN)), whatever
+    # the pivoting meets first (NumPy's answer depends on its LAPACK); an inf
+    # goes through the arithmetic, as NumPy's.
+    a = np.array(a)
+    batch = np.stack([np.eye(2) * 2, a, np.array([[0.0, 1.0], [0.0, 2.0]])])  # and an exactly singular one
+    x = make_tensor(batch, "float64", device)
+    nan = np.isnan(batch).any(axis=(1, 2))
+    det = np.where(nan, np.nan, np.linalg.det(np.where(np.isnan(batch), 0, batch)))
+    sign, logabs = np.linalg.slogdet(np.where(np.isnan(batch), 0, batch))
+    assert_close(pf.linalg.det(x), det, "float64")
+    s, l = pf.linalg.slogdet(x)
+    assert_close(s, np.where(nan, 0.0, sign), "float64")
+    assert_close(l, np.where(nan, np.nan, logabs), "float64")
+    if np.isnan(a).any():  # the reference itself
+        torch = pytest.importorskip("torch")
+        t = torch.tensor(a)
+        assert np.isnan(torch.linalg.det(t).item()) and torch.linalg.slogdet(t)[0].item() == 0
 
 
 @pytest.mark.parametrize("ord_", ["fro", None, [2], "2"])
