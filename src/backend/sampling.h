@@ -112,6 +112,67 @@ PF_HD int sample_row(const T* p, int64_t V, int64_t ns, bool replacement, uint64
   return sample_row_with(p, V, ns, replacement, key, row, cs, out, picked);
 }
 
+// With replacement, more than kSequentialMax draws: sample_row_with's draws,
+// each found by two binary searches over the running sums its scans compute
+// (the same additions in the same order, so the same indices), and the
+// draws independent of one another (parallel).
+struct Prefix {
+  const double* run;     // kChunks + 1: run[c] = cs[0] + ... + cs[c - 1], summed in order
+  const double* acc;     // V: the running sum of the chunk's positive weights up to i
+  const int64_t* last;   // kChunks: the chunk's last entry of positive weight
+  int last_c;            // the last chunk of positive sum
+};
+
+// acc over chunk c and its last[c].
+template <typename T>
+PF_HD void chunk_prefix(const T* p, int64_t V, int c, double* acc, int64_t* last) {
+  const int64_t L = chunk_len(V), begin = c * L, end = begin + L < V ? begin + L : V;
+  double a = 0.0;
+  int64_t l = -1;
+  for (int64_t i = begin; i < end; ++i) {
+    const double w = static_cast<double>(static_cast<float>(p[i]));
+    if (w > 0.0) {
+      a += w;
+      l = i;
+    }
+    acc[i] = a;
+  }
+  last[c] = l;
+}
+
+// run and last_c from the chunk sums; 0, or sample_row_with's error code.
+PF_HD inline int run_sums(const double* cs, double* run, int& last_c) {
+  run[0] = 0.0;
+  last_c = 0;
+  for (int c = 0; c < kChunks; ++c) {
+    if (cs[c] < 0.0) return 1;
+    if (cs[c] > 0.0) last_c = c;
+    run[c + 1] = run[c] + cs[c];
+  }
+  return run[kChunks] > 0.0 ? 0 : 2;
+}
+
+PF_HD inline int64_t draw_by_prefix(const Prefix& x, int64_t V, uint64_t key, int64_t row, int64_t ns, int64_t s) {
+  const uint64_t bits = random_bits(key, static_cast<uint64_t>(row * ns + s));
+  double t = static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0) * x.run[kChunks];
+  int lo = 0, hi = kChunks;  // the first chunk whose running total exceeds t
+  while (lo < hi) {
+    const int mid = (lo + hi) / 2;
+    if (x.run[mid + 1] > t) hi = mid;
+    else lo = mid + 1;
+  }
+  const int c = lo < kChunks ? lo : x.last_c;  // rounding left t at the total
+  t -= x.run[lo];
+  const int64_t L = chunk_len(V), begin = c * L, end = begin + L < V ? begin + L : V;
+  int64_t a = begin, b = end;  // the first entry whose running sum exceeds t
+  while (a < b) {
+    const int64_t mid = a + (b - a) / 2;
+    if (x.acc[mid] > t) b = mid;
+    else a = mid + 1;
+  }
+  return a < end ? a : x.last[c];
+}
+
 // Without replacement, more than kSequentialMax draws: an exponential race.
 // Entry i of row `row` draws E_i = -log(u_i), u_i from random_bits(key,
 // row * V + i), and the draws are the entries in increasing order of
@@ -125,6 +186,7 @@ constexpr int64_t kSequentialMax = 32;
 constexpr int kRaceBits = 44;  // fraction bits of -log2(u)
 
 PF_HD inline bool use_race(bool replacement, int64_t ns) { return !replacement && ns > kSequentialMax; }
+PF_HD inline bool use_prefix(bool replacement, int64_t ns) { return replacement && ns > kSequentialMax; }
 
 PF_HD inline void square(uint64_t x, uint64_t& hi, uint64_t& lo) {
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)

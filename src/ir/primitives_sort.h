@@ -103,6 +103,8 @@ class Cumsum : public Primitive {
 // the first chunk whose running total exceeds t, then the first entry with
 // positive weight whose running sum within that chunk exceeds t minus the
 // totals before it (the chunk's last positive entry if rounding leaves none).
+// (More than sampling::kSequentialMax such draws are found by binary
+// searches over those same running sums, in parallel: the same indices.)
 // Without replacement a drawn entry's weight becomes 0 for the next draws;
 // more than sampling::kSequentialMax draws without replacement are instead
 // an exponential race (backend/sampling.h): the entries of positive weight

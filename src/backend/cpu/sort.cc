@@ -106,6 +106,28 @@ int draw_sequential(const T* p, int64_t R, int64_t V, int64_t ns, bool replaceme
   return 0;
 }
 
+// Many draws with replacement: the prefix sums of backend/sampling.h, then
+// the draws in parallel (the sequential draws' indices).
+template <typename T>
+int draw_by_prefix(const T* p, int64_t R, int64_t V, int64_t ns, uint64_t key, int64_t* o) {
+  std::vector<double> acc(V);
+  std::vector<int64_t> last(sampling::kChunks);
+  double cs[sampling::kChunks], run[sampling::kChunks + 1];
+  for (int64_t r = 0; r < R; ++r) {
+    const T* pr = p + r * V;
+    sampling::Prefix x{run, acc.data(), last.data(), 0};
+    for (int c = 0; c < sampling::kChunks; ++c) cs[c] = sampling::chunk_sum(pr, V, c, o, 0);
+    if (const int err = sampling::run_sums(cs, run, x.last_c)) return err;
+    cpu::parallel_for(sampling::kChunks, 1, [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c) sampling::chunk_prefix(pr, V, int(c), acc.data(), last.data());
+    });
+    cpu::parallel_for(ns, 4096, [&](int64_t b, int64_t e) {
+      for (int64_t s = b; s < e; ++s) o[r * ns + s] = sampling::draw_by_prefix(x, V, key, r, ns, s);
+    });
+  }
+  return 0;
+}
+
 // The race of backend/sampling.h: the ns first entries of positive weight in
 // the race order, by a selection, then a sort of those.
 template <typename T>
@@ -151,8 +173,9 @@ void Multinomial::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
   cpu::dispatch_float(in[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* p = in[0].data<T>();
-    err = sampling::use_race(replacement, ns) ? draw_race(p, R, V, ns, key, o)
-                                               : draw_sequential(p, R, V, ns, replacement, key, o);
+    err = sampling::use_race(replacement, ns)     ? draw_race(p, R, V, ns, key, o)
+          : sampling::use_prefix(replacement, ns) ? draw_by_prefix(p, R, V, ns, key, o)
+                                                  : draw_sequential(p, R, V, ns, replacement, key, o);
   });
   if (err) throw RuntimeError(multinomial_error(err));
 }

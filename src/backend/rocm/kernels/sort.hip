@@ -6,9 +6,9 @@
 // then index makes the result the stable order); cumsum runs one thread per
 // line (one block per row for long rows along the last axis); multinomial
 // one block per row (chunk sums in parallel, the draws by the shared
-// algorithm of backend/sampling.h, so they equal the CPU's), or, for many
-// draws without replacement, argsort's sort of the race keys of
-// backend/sampling.h.
+// algorithm of backend/sampling.h, so they equal the CPU's); for many draws
+// with replacement, its prefix sums (a block per row) and one thread per
+// draw; for many without, argsort's sort of its race keys.
 #include <algorithm>
 #include <cstring>
 
@@ -227,6 +227,65 @@ __global__ void multinomial_kernel(const T* p, int64_t* out, int64_t V, int64_t 
   }
 }
 
+// Many draws with replacement (backend/sampling.h's prefix sums): one block
+// of kChunks threads per row of the batch builds them (last_c -1: an
+// invalid row), then one thread per draw searches them.
+template <typename T>
+__global__ void prefix_kernel(const T* p, int64_t V, int64_t row0, double* acc, double* run, int64_t* last,
+                              int* last_c, int* status) {
+  __shared__ double cs[sampling::kChunks];
+  const int64_t b = blockIdx.x;
+  const T* row = p + (row0 + b) * V;
+  for (int c = threadIdx.x; c < sampling::kChunks; c += blockDim.x) {
+    cs[c] = sampling::chunk_sum(row, V, c, static_cast<const int64_t*>(nullptr), 0);
+    sampling::chunk_prefix(row, V, c, acc + b * V, last + b * sampling::kChunks);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int lc = 0;
+    const int err = sampling::run_sums(cs, run + b * (sampling::kChunks + 1), lc);
+    if (err) atomicCAS(status, 0, err);
+    last_c[b] = err ? -1 : lc;
+  }
+}
+
+__global__ void draw_prefix_kernel(int64_t V, int64_t ns, int64_t row0, int64_t nb, uint64_t key, const double* acc,
+                                   const double* run, const int64_t* last, const int* last_c, int64_t* out) {
+  PF_GRID_STRIDE(e, nb * ns) {
+    const int64_t b = e / ns, s = e % ns;
+    int64_t pick = 0;  // an invalid row raises at the end of the evaluation
+    if (last_c[b] >= 0) {
+      const sampling::Prefix x{run + b * (sampling::kChunks + 1), acc + b * V, last + b * sampling::kChunks,
+                               last_c[b]};
+      pick = sampling::draw_by_prefix(x, V, key, row0 + b, ns, s);
+    }
+    out[(row0 + b) * ns + s] = pick;
+  }
+}
+
+template <typename T>
+void draw_with_prefix(DeviceContext& ctx, const T* p, int64_t R, int64_t V, int64_t ns, uint64_t key, int* status,
+                      int64_t* out) {
+  constexpr int64_t C = sampling::kChunks;
+  const size_t row_bytes = sizeof(double) * size_t(V + C + 1) + sizeof(int64_t) * C + sizeof(int);
+  const int64_t batch = std::max<int64_t>(1, std::min<int64_t>(R, kScratchBytes / row_bytes));
+  auto acc = temp_buffer(ctx, sizeof(double) * size_t(batch) * V);
+  auto run = temp_buffer(ctx, sizeof(double) * size_t(batch) * (C + 1));
+  auto last = temp_buffer(ctx, sizeof(int64_t) * size_t(batch) * C);
+  auto last_c = temp_buffer(ctx, sizeof(int) * size_t(batch));
+  for (int64_t r0 = 0; r0 < R; r0 += batch) {
+    const int64_t nb = std::min(batch, R - r0);
+    prefix_kernel<T><<<static_cast<unsigned>(nb), sampling::kChunks, 0, ctx.stream>>>(
+        p, V, r0, static_cast<double*>(acc->ptr), static_cast<double*>(run->ptr), static_cast<int64_t*>(last->ptr),
+        static_cast<int*>(last_c->ptr), status);
+    PF_HIP_CHECK_LAUNCH();
+    draw_prefix_kernel<<<grid_for(ctx, nb * ns, kThreads), kThreads, 0, ctx.stream>>>(
+        V, ns, r0, nb, key, static_cast<const double*>(acc->ptr), static_cast<const double*>(run->ptr),
+        static_cast<const int64_t*>(last->ptr), static_cast<const int*>(last_c->ptr), out);
+    PF_HIP_CHECK_LAUNCH();
+  }
+}
+
 // The sort keys of the race (backend/sampling.h); an invalid weight sets
 // status to 1 and sorts last.
 template <typename T>
@@ -319,6 +378,10 @@ void Multinomial::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
     using T = decltype(tag);
     const T* p = in[0].data<T>();
     int64_t* o = out.data<int64_t>();
+    if (sampling::use_prefix(replacement, ns)) {
+      draw_with_prefix(ctx, p, R, V, ns, key, status, o);
+      return;
+    }
     if (!sampling::use_race(replacement, ns)) {
       multinomial_kernel<T><<<static_cast<unsigned>(R), sampling::kChunks, 0, ctx.stream>>>(p, o, V, ns, replacement,
                                                                                            key, status);
