@@ -103,8 +103,14 @@ class Cumsum : public Primitive {
 // the first chunk whose running total exceeds t, then the first entry with
 // positive weight whose running sum within that chunk exceeds t minus the
 // totals before it (the chunk's last positive entry if rounding leaves none).
-// Without replacement a drawn entry's weight becomes 0 for the next draws.
-// Invalid rows (negative, inf or NaN weights, a zero total) raise.
+// (More than sampling::kSequentialMax such draws are found by binary
+// searches over those same running sums, in parallel: the same indices.)
+// Without replacement a drawn entry's weight becomes 0 for the next draws;
+// more than sampling::kSequentialMax draws without replacement are instead
+// an exponential race (backend/sampling.h): the entries of positive weight
+// in increasing order of -log(u_i) / w_i, one sort, the same law.
+// Invalid rows (negative, inf or NaN weights, a zero total, fewer positive
+// weights than draws without replacement) raise.
 class Multinomial : public Primitive {
  public:
   static constexpr int kChunks = 256;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "backend/sampling.h"
 #include "ops/op_utils.h"
 
 namespace pyflame {
@@ -126,6 +127,10 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement) {
   if (!replacement && num_samples > V) {
     throw ValueError(errmsg(fn, "cannot draw " + std::to_string(num_samples) + " samples from " +
                                     std::to_string(V) + " categories without replacement"));
+  }
+  if (sampling::use_race(replacement, num_samples) && V > std::numeric_limits<int32_t>::max()) {
+    throw ValueError(errmsg(fn, "cannot draw " + std::to_string(num_samples) + " samples without replacement from " +
+                                    std::to_string(V) + " categories (2^31 - 1 at most; the race is a sort)"));
   }
   Tensor p = contiguous(probs.ndim() == 1 ? reshape(probs, {1, V}) : probs);
   const int64_t R = p.shape()[0];

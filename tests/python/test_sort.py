@@ -277,6 +277,40 @@ def test_multinomial_without_replacement(device):
     np.testing.assert_allclose(np.bincount(first, minlength=3) / 4000, p, atol=0.03)
 
 
+def _last_probabilities(w):
+    """P(category i is drawn last) when all are drawn in sequence without
+    replacement: the integral over t of w_i e^{-w_i t} prod_{j != i} (1 - e^{-w_j t})
+    (the exponential race's law, which is the sequential draws')."""
+    t = np.linspace(0, 60 / w.min(), 20001)[:, None]
+    log_cdf = np.log(np.maximum(-np.expm1(-w * t), 1e-300))
+    others = np.exp(log_cdf.sum(1, keepdims=True) - log_cdf)
+    trapezoid = getattr(np, "trapezoid", None) or np.trapz  # renamed in NumPy 2
+    return trapezoid(w * np.exp(-w * t) * others, t[:, 0], axis=0)
+
+
+def test_multinomial_without_replacement_law(device):
+    # More than 32 draws take the race: its law against the exact one of the
+    # sequential draws (PyTorch's), on 20000 rows of 40 categories.
+    rng = np.random.RandomState(5)
+    w = np.concatenate([[0.0, 0.0], rng.rand(38) * 4 + 0.2])  # 38 positive weights
+    rows = 20000
+    pf.manual_seed(9)
+    d = pf.multinomial(pf.tensor(np.tile(w, (rows, 1)).astype(np.float32), device=device), 37).numpy()
+    assert d.shape == (rows, 37) and not np.isin(d, [0, 1]).any()
+    assert all(len(set(r)) == 37 for r in d[:100].tolist())
+    w = w.astype(np.float32).astype(np.float64)
+    W = w.sum()
+    np.testing.assert_allclose(np.bincount(d[:, 0], minlength=40) / rows, w / W, atol=0.01)
+    second = (w[:, None] / W * w[None, :] / (W - w[:, None]))  # first i, then j
+    np.fill_diagonal(second, 0)
+    np.testing.assert_allclose(np.bincount(d[:, 1], minlength=40) / rows, second.sum(0), atol=0.01)
+    left_out = sum(range(2, 40)) - d.sum(1)  # the one positive category not drawn
+    last = np.zeros(40)
+    last[2:] = _last_probabilities(w[2:])
+    assert abs(last.sum() - 1) < 1e-4
+    np.testing.assert_allclose(np.bincount(left_out, minlength=40) / rows, last, atol=0.012)
+
+
 def test_multinomial_errors(device):
     ok = pf.tensor(np.array([0.5, 0.5], dtype=np.float32), device=device)
     _raises(ValueError, "multinomial", pf.multinomial, ok, 3)
@@ -288,13 +322,21 @@ def test_multinomial_errors(device):
                 pf.tensor(np.array(bad, dtype=np.float32), device=device), 1, True)
     _raises(RuntimeError, "multinomial", pf.multinomial,
             pf.tensor(np.array([0.5, 0.0, 0.5], dtype=np.float32), device=device), 3)
+    race = np.ones((3, 40), dtype=np.float32)  # 33 draws or more: the race
+    race[1, :8] = 0
+    _raises(RuntimeError, "multinomial", pf.multinomial, pf.tensor(race, device=device), 33)  # fewer non-zero
+    race[1] = 0
+    _raises(RuntimeError, "multinomial", pf.multinomial, pf.tensor(race, device=device), 33)  # none
+    for bad in (-0.1, np.nan, np.inf):
+        race[1, 5] = bad
+        _raises(RuntimeError, "multinomial", pf.multinomial, pf.tensor(race, device=device), 33)
     assert_close(pf.argmax(ok), np.int64(0), "int64")   # still usable
 
 
 def test_multinomial_same_on_cpu_and_gpu(gpu_device):
     w = np.random.rand(8, 3000).astype(np.float32) ** 4
     for dtype in FLOAT_DTYPES:
-        for repl, n in ((True, 64), (False, 16)):
+        for repl, n in ((True, 64), (False, 16), (False, 700)):  # 700: the race
             pf.manual_seed(11)
             a = pf.multinomial(make_tensor(w, dtype, "cpu"), n, replacement=repl).numpy()
             pf.manual_seed(11)

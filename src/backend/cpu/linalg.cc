@@ -223,6 +223,11 @@ void svd(const Lapack& p, const T* a, T* out, int m, int n) {
   else std::copy(u.begin(), u.begin() + int64_t(ldu) * ucols, out);                      // Vh: (ucols, n)
 }
 
+// The LU-based routines, whose answer for a matrix holding a NaN is NaN.
+bool nan_in_nan_out(LapackOp op) {
+  return op == LapackOp::Inv || op == LapackOp::Solve || op == LapackOp::Det || op == LapackOp::Slogdet;
+}
+
 template <typename T>
 bool any_nan(const T* a, int64_t count) {
   return std::any_of(a, a + count, [](T v) { return std::isnan(v); });
@@ -240,11 +245,13 @@ void run(const Lapack& p, const std::vector<Tensor>& in, Tensor& out) {
   for (int64_t b = 0; b < mats; ++b) {
     const T* ab = a + b * int64_t(m) * n;
     T* ob = o + b * out_per;
-    if ((p.op == LapackOp::Inv || p.op == LapackOp::Solve) && any_nan(ab, int64_t(m) * n)) {
-      // LAPACK's pivoting spreads a NaN over only part of the result; NumPy
-      // and PyTorch answer all NaN (an inf goes through LAPACK's arithmetic,
-      // as theirs).
-      std::fill(ob, ob + out_per, std::numeric_limits<T>::quiet_NaN());
+    if (nan_in_nan_out(p.op) && any_nan(ab, int64_t(m) * n)) {
+      // LAPACK's pivoting spreads a NaN over only part of the result, and
+      // which part (or whether a zero pivot is found first) differs between
+      // LAPACK builds; PyTorch answers all NaN (slogdet's sign 0). An inf goes
+      // through LAPACK's arithmetic, as theirs. The GPU keeps the same rule.
+      const bool sign = p.op == LapackOp::Slogdet && p.output == 0;
+      std::fill(ob, ob + out_per, sign ? T(0) : std::numeric_limits<T>::quiet_NaN());
       continue;
     }
     switch (p.op) {

@@ -8,6 +8,8 @@
 // nothing here waits for the device. The routines'
 // info words (singular, not positive definite, not converged) are read at the
 // end of the evaluation (deferred_check) and raise the CPU path's exception.
+// A matrix holding a NaN is never singular (the libraries may report a NaN
+// pivot so): inv and solve answer all NaN for it, as the CPU does.
 #include <algorithm>
 #include <limits>
 #include <memory>
@@ -76,15 +78,33 @@ __global__ void fill_pointers(T** ptrs, T* base, int64_t stride, int64_t n) {
   PF_GRID_STRIDE(i, n) ptrs[i] = base + i * stride;
 }
 
+// flag[b] = 1 when matrix b (`per` entries) holds a NaN (flag zeroed before).
+template <typename T>
+__global__ void flag_nan(const T* a, int64_t per, int64_t total, int* flag) {
+  PF_GRID_STRIDE(e, total) {
+    if (a[e] != a[e]) flag[e / per] = 1;  // NaN
+  }
+}
+
+// Every entry of each flagged matrix's answer (`per` entries) becomes NaN.
+template <typename T>
+__global__ void fill_nan(T* out, int64_t per, int64_t total, const int* flag) {
+  PF_GRID_STRIDE(e, total) {
+    if (flag[e / per]) out[e] = std::numeric_limits<T>::quiet_NaN();
+  }
+}
+
 // words[0]: set on any failure; words[1]: a routine's own failure (info > 0,
-// when `positive_fails`); words[2]: an argument the library rejected (-info).
-__global__ void check_info(const int* info, int64_t n, int64_t* words, bool positive_fails) {
+// when `positive_fails`, of a matrix `nan` does not flag; word i is matrix
+// i % mats's); words[2]: an argument the library rejected (-info).
+__global__ void check_info(const int* info, int64_t n, int64_t* words, bool positive_fails, const int* nan,
+                           int64_t mats) {
   PF_GRID_STRIDE(i, n) {
     const int v = info[i];
     if (v < 0) {
       words[2] = -v;
       words[0] = 1;
-    } else if (v > 0 && positive_fails) {
+    } else if (v > 0 && positive_fails && !(nan && nan[i % mats])) {
       words[1] = 1;
       words[0] = 1;
     }
@@ -93,10 +113,16 @@ __global__ void check_info(const int* info, int64_t n, int64_t* words, bool posi
 
 // Determinant, sign or log|det| (what: 0, 1, 2) of each LU factorization,
 // as cpu/linalg.cc's determinant(): the sign from the pivots, exactly
-// singular (info > 0) -> 0, 0, -inf.
+// singular (info > 0) -> 0, 0, -inf; a matrix holding a NaN (`nan`) -> NaN,
+// 0, NaN, as on the CPU.
 template <typename T>
-__global__ void lu_det(const T* lu, const int* ipiv, const int* info, int64_t n, int64_t mats, int what, T* out) {
+__global__ void lu_det(const T* lu, const int* ipiv, const int* info, const int* nan, int64_t n, int64_t mats,
+                       int what, T* out) {
   PF_GRID_STRIDE(b, mats) {
+    if (n > 0 && nan[b]) {
+      out[b] = what == 1 ? T(0) : std::numeric_limits<T>::quiet_NaN();
+      continue;
+    }
     T sign = 1, logabs = 0, det = 1;
     for (int64_t i = 0; i < n; ++i) {
       const T d = lu[b * n * n + i * n + i];
@@ -158,15 +184,35 @@ struct Job {
     eye_matrices<T><<<grid_for(ctx, total, kThreads), kThreads, 0, ctx.stream>>>(dst, rows, cols, total);
     PF_HIP_CHECK_LAUNCH();
   }
+  // One word per matrix of `a` (`per` entries each): 1 where it holds a NaN.
+  const int* nan_flags(const T* a, int64_t per) {
+    int* flag = scratch<int>(mats);
+    PF_HIP_CHECK(hipMemsetAsync(flag, 0, sizeof(int) * size_t(std::max<int64_t>(mats, 1)), ctx.stream));
+    const int64_t total = mats * per;
+    if (total) {
+      flag_nan<T><<<grid_for(ctx, total, kThreads), kThreads, 0, ctx.stream>>>(a, per, total, flag);
+      PF_HIP_CHECK_LAUNCH();
+    }
+    return flag;
+  }
+  // The answers (`per` entries each) of the matrices `flag` marks: all NaN.
+  void fill_nan_where(T* out, int64_t per, const int* flag) {
+    const int64_t total = mats * per;
+    if (!total) return;
+    fill_nan<T><<<grid_for(ctx, total, kThreads), kThreads, 0, ctx.stream>>>(out, per, total, flag);
+    PF_HIP_CHECK_LAUNCH();
+  }
   // `count` info words, read at the end of the evaluation: a positive one
-  // raises ValueError(what) (never when `what` is null).
-  void check(const int* info, int64_t count, const char* what) {
+  // raises ValueError(what) (never when `what` is null, nor for a matrix
+  // `nan` flags).
+  void check(const int* info, int64_t count, const char* what, const int* nan = nullptr) {
     const char* fn = p.name();
     int64_t* words = deferred_check(ctx, 3, [fn, what](const int64_t* w) {
       if (w[2]) throw RuntimeError(errmsg(fn, "the solver library rejected argument " + std::to_string(w[2])));
       throw ValueError(errmsg(fn, what));
     });
-    check_info<<<grid_for(ctx, count, kThreads), kThreads, 0, ctx.stream>>>(info, count, words, what != nullptr);
+    check_info<<<grid_for(ctx, count, kThreads), kThreads, 0, ctx.stream>>>(info, count, words, what != nullptr,
+                                                                            nan, std::max<int64_t>(mats, 1));
     PF_HIP_CHECK_LAUNCH();
   }
 };
@@ -210,13 +256,15 @@ void inverse(Job<T>& j, const T* a, T* out, int n) {
   const int64_t nn = int64_t(n) * n;
   int* ipiv = j.template scratch<int>(j.mats * n);
   int* info = j.template scratch<int>(2 * j.mats);  // getrf's, then getrs's
+  const int* nan = j.nan_flags(a, nn);
   T* w = lu(j, a, n, ipiv, info);
   j.eye(out, n, n);
   for (int64_t b = 0; b < j.mats; ++b) {
     PF_SOLVER_CHECK(Sv<T>::getrs(j.h, HIPSOLVER_OP_N, n, n, w + b * nn, n, ipiv + b * n, out + b * nn, n,
                                  info + j.mats + b));
   }
-  j.check(info, 2 * j.mats, "the matrix is singular");
+  j.check(info, 2 * j.mats, "the matrix is singular", nan);
+  j.fill_nan_where(out, nn, nan);
 }
 
 // A X = B: with the LU of the column-major A^T, getrs('T') solves A X = B for
@@ -226,6 +274,7 @@ void solve(Job<T>& j, const T* a, const T* bm, T* out, int n, int k) {
   const int64_t nn = int64_t(n) * n, nk = int64_t(n) * k;
   int* ipiv = j.template scratch<int>(j.mats * n);
   int* info = j.template scratch<int>(2 * j.mats);
+  const int* nan = j.nan_flags(a, nn);
   T* w = lu(j, a, n, ipiv, info);
   T* x = out;
   if (k == 1) {
@@ -238,8 +287,9 @@ void solve(Job<T>& j, const T* a, const T* bm, T* out, int n, int k) {
     PF_SOLVER_CHECK(Sv<T>::getrs(j.h, HIPSOLVER_OP_T, n, k, w + b * nn, n, ipiv + b * n, x + b * nk, n,
                                  info + j.mats + b));
   }
-  j.check(info, 2 * j.mats, "the matrix is singular");
+  j.check(info, 2 * j.mats, "the matrix is singular", nan);
   if (k != 1) j.copy(x, nk, n, true, out, nk, n, k);
+  j.fill_nan_where(out, nk, nan);
 }
 
 // det(A^T) = det(A); an exactly singular matrix is no error.
@@ -247,16 +297,19 @@ template <typename T>
 void determinant(Job<T>& j, const T* a, T* out, int n, int what) {
   const int* ipiv = nullptr;
   const int* info = nullptr;
+  const int* nan = nullptr;
   const T* w = nullptr;
   if (n > 0) {
     int* piv = j.template scratch<int>(j.mats * n);
     int* inf = j.template scratch<int>(j.mats);
+    nan = j.nan_flags(a, int64_t(n) * n);
     w = lu(j, a, n, piv, inf);
     j.check(inf, j.mats, nullptr);
     ipiv = piv;
     info = inf;
   }
-  lu_det<T><<<grid_for(j.ctx, j.mats, kThreads), kThreads, 0, j.ctx.stream>>>(w, ipiv, info, n, j.mats, what, out);
+  lu_det<T><<<grid_for(j.ctx, j.mats, kThreads), kThreads, 0, j.ctx.stream>>>(w, ipiv, info, nan, n, j.mats, what,
+                                                                             out);
   PF_HIP_CHECK_LAUNCH();
 }
 
