@@ -13,6 +13,8 @@
 //                    capped for K resident blocks per multiprocessor (_occ: no cap); grid =
 //                    the resident blocks; the last block to finish combines the partials
 //   sum 2p_...       the same first pass, then the current second launch
+// The project's defaults (kMap in elementwise.hip, kReduce in reduce.hip) are the rows
+// "t128_u2_ceil" and "1p_t256_u4_occ"; each other row names the constants that give it.
 // Every variant is checked against a host reference (add exactly, the others to a tolerance
 // and bit-for-bit against "current"), on the benchmark size and on odd sizes (tails).
 // Build and run: bash run.sh (nvcc, sm_90). Only the CUDA runtime is needed.
@@ -341,6 +343,7 @@ __global__ void __launch_bounds__(THREADS, MINB > 0 ? MINB : 1)
     if (!counters) continue;
     __syncthreads();
     if (last) {  // uniform across the block
+      __threadfence();
       A t = A(0);
       const volatile A* pr = partial + row * chunks;
       for (int64_t c = threadIdx.x; c < chunks; c += THREADS) t = t + pr[c];
