@@ -9,12 +9,14 @@
 //   tT_uU_ceil   T threads, U 16-byte vectors per operand per thread, grid = ceil(n / tile)
 //   tT_uU_resident same kernel, grid = the blocks resident at once, grid-stride over tiles
 //   +cs / +nc    streaming (ld/st.global.cs) / read-only (ld.global.nc) loads
-//   sum 1p_tT_uU_lbK one launch, T threads, U 16-byte loads in flight per thread, registers
-//                    capped for K resident blocks per multiprocessor (_occ: no cap); grid =
-//                    the resident blocks; the last block to finish combines the partials
-//   sum 2p_...       the same first pass, then the current second launch
-// The project's defaults (kMap in elementwise.hip, kReduce in reduce.hip) are the rows
-// "t128_u2_ceil" and "1p_t256_u4_occ"; each other row names the constants that give it.
+//   sum 1p_tT_uU_bK  one launch, T threads, U 16-byte loads in flight per thread, rows split
+//                    for K blocks per multiprocessor (registers capped for K resident); the
+//                    last block to finish combines the partials (kReduce{T, U, K} in
+//                    src/backend/reduce_shape.h)
+//   sum 2p_...       the same first pass, then a second launch combining the partials
+// The project's defaults (kMap in kernels/elementwise.hip, kReduce in backend/reduce_shape.h)
+// are the rows "t128_u2_ceil" and "1p_t256_u4_b4"; each other row names the constants that
+// give it.
 // Every variant is checked against a host reference (add exactly, the others to a tolerance
 // and bit-for-bit against "current"), on the benchmark size and on odd sizes (tails).
 // Build and run: bash run.sh (nvcc, sm_90). Only the CUDA runtime is needed.
@@ -368,27 +370,28 @@ int occupancy(K kernel, int threads) {
   return std::max(blocks, 1);
 }
 
-// Chunks per row as reduce.hip sizes them: enough blocks to fill every multiprocessor once
-// (the resident count the occupancy API gives), at least one unrolled step per thread.
-template <int THREADS, int MINB, int U>
+// reduce_shape.h's reduce_chunks with kReduce{THREADS, U, BPS}: registers capped for BPS
+// resident blocks (MINB = BPS), rows split to give BPS blocks per multiprocessor.
+template <int THREADS, int BPS, int U>
 void sum_candidate(const float* x, float* out, float* part, unsigned* counters, int64_t rows, int64_t cols,
                    int sms, bool one_pass, hipStream_t s) {
   constexpr int V = 4;
   const bool vec = cols % V == 0 && (reinterpret_cast<uintptr_t>(x) & 15) == 0;
-  auto kv = reduce_rows_1p<THREADS, MINB, U, V, float, float, float>;
-  auto k1 = reduce_rows_1p<THREADS, MINB, U, 1, float, float, float>;
+  auto kv = reduce_rows_1p<THREADS, BPS, U, V, float, float, float>;
+  auto k1 = reduce_rows_1p<THREADS, BPS, U, 1, float, float, float>;
   static const int resident = occupancy(kv, THREADS);
+  if (resident < BPS) std::printf("  (note: %d threads x %d blocks asked, %d resident)\n", THREADS, BPS, resident);
   int64_t chunks = 1;
-  if (rows < 2 * sms) {
-    const int64_t want = (int64_t(resident) * sms + rows - 1) / rows;
-    const int64_t useful = (cols + THREADS * V * U - 1) / (THREADS * V * U);
+  if (cols >= THREADS && rows < 2 * sms) {
+    const int64_t want = (int64_t(BPS) * sms + rows - 1) / rows;
+    const int64_t useful = (cols + THREADS * 16 - 1) / (THREADS * 16);
     chunks = std::max<int64_t>(1, std::min<int64_t>({want, useful, 4096}));
   }
   const unsigned g = static_cast<unsigned>(std::min<int64_t>(rows * chunks, int64_t(sms) * 32));
   (vec ? kv : k1)<<<g, THREADS, 0, s>>>(x, out, part, one_pass ? counters : nullptr, rows, cols, chunks);
   if (!one_pass && chunks > 1) {
     const unsigned g2 = static_cast<unsigned>(std::min<int64_t>(rows, int64_t(sms) * 32));
-    reduce_rows<float, float, float><<<g2, 64, 0, s>>>(part, out, nullptr, rows, chunks, 1, cols);
+    reduce_rows<float, float, float><<<g2, THREADS, 0, s>>>(part, out, nullptr, rows, chunks, 1, cols);
   }
 }
 
@@ -576,22 +579,23 @@ int run_sum(const Dev& d, const std::vector<float>& ha, int64_t n) {
   unsigned* counters = d.counters;
   std::vector<Variant> vs;
   vs.push_back({"current (2 launches)", [=](int64_t r, int64_t c) { sum_current(x, out, part, r, c, sms, s); }});
-  auto cand = [&](auto threads_c, auto minb_c, auto u_c, bool one_pass) {
-    constexpr int T = decltype(threads_c)::value, MINB = decltype(minb_c)::value, U = decltype(u_c)::value;
+  auto cand = [&](auto threads_c, auto bps_c, auto u_c, bool one_pass) {
+    constexpr int T = decltype(threads_c)::value, BPS = decltype(bps_c)::value, U = decltype(u_c)::value;
     const std::string name = std::string(one_pass ? "1p" : "2p") + "_t" + std::to_string(T) + "_u" +
-                             std::to_string(U) + (MINB ? "_lb" + std::to_string(MINB) : "_occ");
+                             std::to_string(U) + "_b" + std::to_string(BPS);
     vs.push_back({name, [=](int64_t r, int64_t c) {
-                    sum_candidate<T, MINB, U>(x, out, part, counters, r, c, sms, one_pass, s);
+                    sum_candidate<T, BPS, U>(x, out, part, counters, r, c, sms, one_pass, s);
                   }});
   };
   using std::integral_constant;
   using I256 = integral_constant<int, 256>;
-  cand(I256{}, integral_constant<int, 8>{}, integral_constant<int, 4>{}, true);
-  cand(I256{}, integral_constant<int, 0>{}, integral_constant<int, 4>{}, true);
-  cand(integral_constant<int, 512>{}, integral_constant<int, 4>{}, integral_constant<int, 4>{}, true);
+  using I4 = integral_constant<int, 4>;
+  cand(I256{}, I4{}, I4{}, true);  // the project's kReduce{256, 4, 4}
+  cand(I256{}, integral_constant<int, 8>{}, I4{}, true);
+  cand(integral_constant<int, 512>{}, I4{}, I4{}, true);
   cand(I256{}, integral_constant<int, 8>{}, integral_constant<int, 2>{}, true);
-  cand(I256{}, integral_constant<int, 0>{}, integral_constant<int, 8>{}, true);
-  cand(I256{}, integral_constant<int, 8>{}, integral_constant<int, 4>{}, false);
+  cand(I256{}, integral_constant<int, 2>{}, integral_constant<int, 8>{}, true);
+  cand(I256{}, I4{}, I4{}, false);
 
   // Row sums on the host in double: the whole input, and rows for the multi-row check.
   auto host_sum = [&](int64_t from, int64_t count) {

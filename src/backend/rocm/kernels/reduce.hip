@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "backend/reduce_shape.h"
 #include "backend/rocm/kernels/common.h"
 
 namespace pyflame::backend::rocm {
@@ -66,27 +67,12 @@ __device__ A block_reduce_op(A v) {
   return v;
 }
 
-// Shape of the reduction of long rows (bench_variants/ew_variants.hip times the alternatives
-// on the benchmark's sizes): `threads` per block, `loads` 16-byte loads in flight per thread
-// (as many accumulators), and on NVIDIA the blocks per multiprocessor the registers are
-// capped for (0: no cap). The grid fills the device with as many blocks as are resident.
-struct ReduceShape {
-  int threads;
-  int loads;
-  int min_blocks;
-};
-constexpr ReduceShape kReduce{256, 4, 0};
-constexpr int kShortRowThreads = 64;  // rows shorter than 256 elements: a 64-thread block each
-
-template <int THREADS>
-constexpr int reduce_min_blocks() {
-  return THREADS == kReduce.threads && kReduce.min_blocks > 0 ? kReduce.min_blocks : 1;
-}
-
-#if defined(PYFLAME_GPU_CUDA)
-#define PF_REDUCE_BOUNDS(threads) __launch_bounds__(threads, reduce_min_blocks<threads>())
+// Rows of kReduce.threads or more take the long-row kernel (backend/reduce_shape.h).
+#if defined(PYFLAME_GPU_CUDA)  // registers capped so that kReduce.blocks_per_sm blocks are resident
+#define PF_REDUCE_BOUNDS(nthreads) \
+  __launch_bounds__(nthreads, nthreads == kReduce.threads ? kReduce.blocks_per_sm : 1)
 #else  // HIP's second argument means something else: threads only
-#define PF_REDUCE_BOUNDS(threads) __launch_bounds__(threads)
+#define PF_REDUCE_BOUNDS(nthreads) __launch_bounds__(nthreads)
 #endif
 
 template <ReduceOp Op, typename A, typename R>
@@ -168,35 +154,26 @@ void reduce_typed(const T* rows_in, Tensor& out, int64_t rows, int64_t cols, Dev
   using A = typename RTraits<Op, T>::A;
   using R = typename RTraits<Op, T>::R;
   R* o = out.data<R>();
-  auto grid = [&](int64_t blocks) {
-    return static_cast<unsigned>(std::min<int64_t>(blocks, int64_t(ctx.multiprocessors) * 32));
-  };
   // 16-byte loads when every row starts aligned: the pass is memory-bound.
   constexpr int V = 16 / sizeof(T) > 8 ? 8 : 16 / sizeof(T);
   const bool vec = cols % V == 0 && aligned16(rows_in);
-  if (cols < 256) {  // short rows: one small block each, never split
-    constexpr int Ts = kShortRowThreads;
-    if (vec) reduce_rows<Op, T, A, R, Ts, 1, V><<<grid(rows), Ts, 0, ctx.stream>>>(rows_in, o, nullptr, nullptr, rows, cols, 1, cols);
-    else reduce_rows<Op, T, A, R, Ts, 1, 1><<<grid(rows), Ts, 0, ctx.stream>>>(rows_in, o, nullptr, nullptr, rows, cols, 1, cols);
-    PF_HIP_CHECK_LAUNCH();
-    return;
-  }
-  constexpr int Tl = kReduce.threads, U = kReduce.loads;
-  auto* kernel = vec ? reduce_rows<Op, T, A, R, Tl, U, V> : reduce_rows<Op, T, A, R, Tl, U, 1>;
-  int64_t chunks = 1;
-  if (rows < 2 * ctx.multiprocessors && rows <= kRowCounters) {
-    static const int resident = resident_blocks(reduce_rows<Op, T, A, R, Tl, U, V>, Tl);
-    const int64_t want = (int64_t(resident) * ctx.multiprocessors + rows - 1) / rows;
-    const int64_t useful = (cols + int64_t(Tl) * U * V - 1) / (int64_t(Tl) * U * V);  // a full step per thread
-    chunks = std::max<int64_t>(1, std::min<int64_t>({want, useful, 4096}));
-  }
+  const int64_t chunks = reduce_chunks(rows, cols, ctx.multiprocessors);
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(rows * chunks, int64_t(ctx.multiprocessors) * 32));
   std::shared_ptr<Buffer> part;
   A* pp = nullptr;
   if (chunks > 1) {
     part = temp_buffer(ctx, rows * chunks * sizeof(A));
     pp = static_cast<A*>(part->ptr);
   }
-  kernel<<<grid(rows * chunks), Tl, 0, ctx.stream>>>(rows_in, o, pp, ctx.row_counters, rows, cols, chunks, cols);
+  if (reduce_threads(cols) == kReduce.threads) {
+    constexpr int Tl = kReduce.threads, U = kReduce.loads;
+    auto* kernel = vec ? reduce_rows<Op, T, A, R, Tl, U, V> : reduce_rows<Op, T, A, R, Tl, U, 1>;
+    kernel<<<grid, Tl, 0, ctx.stream>>>(rows_in, o, pp, ctx.row_counters, rows, cols, chunks, cols);
+  } else {  // short rows: never split
+    constexpr int Ts = kShortRowThreads;
+    auto* kernel = vec ? reduce_rows<Op, T, A, R, Ts, 1, V> : reduce_rows<Op, T, A, R, Ts, 1, 1>;
+    kernel<<<grid, Ts, 0, ctx.stream>>>(rows_in, o, nullptr, nullptr, rows, cols, 1, cols);
+  }
   PF_HIP_CHECK_LAUNCH();
 }
 
