@@ -379,8 +379,11 @@ void sum_candidate(const float* x, float* out, float* part, unsigned* counters, 
   const bool vec = cols % V == 0 && (reinterpret_cast<uintptr_t>(x) & 15) == 0;
   auto kv = reduce_rows_1p<THREADS, BPS, U, V, float, float, float>;
   auto k1 = reduce_rows_1p<THREADS, BPS, U, 1, float, float, float>;
-  static const int resident = occupancy(kv, THREADS);
-  if (resident < BPS) std::printf("  (note: %d threads x %d blocks asked, %d resident)\n", THREADS, BPS, resident);
+  static const int resident = [&] {
+    const int r = occupancy(kv, THREADS);
+    if (r < BPS) std::printf("  (note: %d threads x %d blocks per SM asked, %d resident)\n", THREADS, BPS, r);
+    return r;
+  }();
   int64_t chunks = 1;
   if (cols >= THREADS && rows < 2 * sms) {
     const int64_t want = (int64_t(BPS) * sms + rows - 1) / rows;
