@@ -179,6 +179,54 @@ def test_unary_non_contiguous(device, name):
         assert_close(fn(t), ref(n), "float32")
 
 
+# Lengths around the GPU map's tiles (a block moves 2048 bytes per operand and steps over
+# tiles when the grid is smaller than their count) and its per-element tail; an offset view
+# starts off the 16-byte vector boundary (the indexed kernel) or on the next one.
+TILE_SIZES = [1, 3, 5, 511, 1024, 1027, 4096 + 9, 3 * 2048 + 1, (1 << 22) + 3]
+
+
+def _offset_view(x, offset, dtype):
+    """x as a view starting `offset` elements into a larger tensor."""
+    pad = np.concatenate([np.zeros(offset, x.dtype), x])
+    return make_tensor(pad, dtype)[offset:]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "int8"])
+@pytest.mark.parametrize("n", TILE_SIZES)
+def test_binary_vector_tiles(device, n, dtype):
+    if n > 100000 and dtype != "float32":
+        pytest.skip("one large length is enough")
+    a = random_array((n,), dtype, -10, 10)
+    b = random_array((n,), dtype, -10, 10)
+    want = rounded(a + b, dtype) if dtype != "int8" else (a.astype(np.int64) + b).astype(np.int8)
+    assert_close(make_tensor(a, dtype) + make_tensor(b, dtype), want, dtype, rtol=0, atol=0)
+    for off_a, off_b in ((1, 0), (0, 3), (2, 2), (4, 8)):
+        got = _offset_view(a, off_a, dtype) + _offset_view(b, off_b, dtype)
+        assert_close(got, want, dtype, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("n", TILE_SIZES)
+def test_unary_vector_tiles(device, n):
+    x = random_array((n,), "float32", -6, 6)
+    for off in (0, 1, 4):
+        t = _offset_view(x, off, "float32")
+        assert_close(pf.relu(t), np.maximum(x, 0), "float32", rtol=0, atol=0)
+        assert_close(pf.exp(t), np.exp(x), "float32")
+    # A broadcast operand (stride 0) beside a contiguous one, and a Python scalar.
+    s = random_array((1,), "float32", -2, 2)
+    assert_close(make_tensor(x) * make_tensor(s), x * s, "float32")
+    assert_close(make_tensor(x) - 0.5, x - 0.5, "float32")
+
+
+@pytest.mark.parametrize("n", [5, 4096 + 9, (1 << 20) + 7])
+def test_astype_vector_tiles(device, n):
+    # Packs of unequal widths: 1-byte in / 4-byte out, 4-byte in / 2-byte out.
+    u = np.random.randint(0, 256, n).astype(np.uint8)
+    assert_close(make_tensor(u).astype("float32"), u.astype(np.float64), "float32", rtol=0, atol=0)
+    x = random_array((n,), "float32", -100, 100)
+    assert_close(make_tensor(x).astype("float16"), x.astype(np.float16), "float16", rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("shapes", [((0,), (0,)), ((2, 0, 3), (3,)), ((0, 3), (1, 3)), ((4, 0), ())],
                          ids=str)
 @pytest.mark.parametrize("name", list(BINARY))

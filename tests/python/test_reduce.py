@@ -180,6 +180,55 @@ def test_reduce_many_rows(device):
         assert_close(fn(t, axis=0), ref(x, axis=0), "float32", atol=1e-4)
 
 
+# Few long rows: on a GPU each row is split over several blocks and the last block to finish
+# combines their results in the same launch (per-row arrival counters that must read zero
+# again afterwards). Odd lengths take the element-wise loads, an offset view too.
+SPLIT_SHAPES = [(1, 1 << 20), (1, 300007), (3, 99999), (5, 65536 + 4), (40, 20000)]
+
+
+@pytest.mark.parametrize("shape", SPLIT_SHAPES, ids=str)
+@pytest.mark.parametrize("name", list(REDUCE))
+def test_reduce_split_rows(device, name, shape):
+    fn, ref = REDUCE[name]
+    rows, cols = shape
+    if name == "prod":  # products near 1 stay finite
+        x = np.random.uniform(0.9999, 1.0001, shape)
+    else:
+        x = np.random.uniform(-1, 2, shape)
+    x = x.astype(np.float32)
+    want = ref(x.astype(np.float64), axis=1)
+    tol = dict(rtol=2e-4 if name == "prod" else 1e-5, atol=1e-5)  # a product's rounding grows as sqrt(n)
+    t = make_tensor(x)
+    first = fn(t, axis=1).numpy()
+    for again in range(2):  # the same bits each time: the combine order is fixed
+        np.testing.assert_array_equal(fn(t, axis=1).numpy(), first)
+    assert_close(fn(t, axis=1), want, "float32", **tol)
+    pad = np.concatenate([np.zeros(3, np.float32), x.reshape(-1)])
+    view = make_tensor(pad)[3:].reshape(rows, cols)  # rows start off the 16-byte boundary
+    assert_close(fn(view, axis=1), want, "float32", **tol)
+    # Short rows in between (never split) leave the counters as they were.
+    assert_close(fn(make_tensor(x[:, :7].copy()), axis=1), ref(x[:, :7].astype(np.float64), axis=1),
+                 "float32", **tol)
+    assert_close(fn(t, axis=1), want, "float32", **tol)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float16", "float64"])
+def test_sum_split_rows_dtypes(device, dtype):
+    x = random_array((2, 200003), dtype, *((-100, 100) if dtype == "int32" else (-1, 1)))
+    want = np.sum(x.astype(np.float64) if dtype != "int32" else x.astype(np.int64), axis=1)
+    out_dtype = "int64" if dtype == "int32" else dtype
+    assert_close(pf.sum(make_tensor(x, dtype), axis=1), want, out_dtype, rtol=1e-3, atol=0.5)
+    assert_close(pf.max(make_tensor(x, dtype)), x.max(), dtype, rtol=0, atol=0)
+
+
+def test_max_split_rows_nan(device):
+    x = np.random.rand(2, 1 << 18).astype(np.float32)
+    x[0, 123457] = np.nan  # in one block's chunk of row 0 only
+    got = pf.max(make_tensor(x), axis=1).numpy()
+    assert np.isnan(got[0]) and got[1] == x[1].max()
+    assert np.isnan(pf.min(make_tensor(x)).item())
+
+
 # ----------------------------------------------------------------- errors
 
 @pytest.mark.parametrize("name", list(REDUCE))

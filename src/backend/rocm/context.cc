@@ -33,6 +33,8 @@ DeviceContext* create_context(int device) {
 #else
   PF_BLAS_CHECK(cublasSetWorkspace(ctx->blas, ctx->blas_workspace, ctx->blas_workspace_bytes));
 #endif
+  PF_HIP_CHECK(hipMalloc(&ctx->row_counters, kRowCounters * sizeof(unsigned)));
+  PF_HIP_CHECK(hipMemsetAsync(ctx->row_counters, 0, kRowCounters * sizeof(unsigned), ctx->stream));
   ctx->multiprocessors = gpu::device_attribute(hipDeviceAttributeMultiprocessorCount, device);
   ctx->wave_size = gpu::device_wave_size(device);
   ctx->memory = &get_memory_manager(device);

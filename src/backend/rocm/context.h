@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 
+#include "backend/reduce_shape.h"
 #include "backend/rocm/gpu/libs.h"
 #include "backend/rocm/gpu/runtime.h"
 #include "pyflame/backend/rocm.h"
@@ -23,6 +24,8 @@ namespace pyflame::backend::rocm {
 
 // The most devices a process addresses (get_device_count() counts no more).
 constexpr int kMaxDevices = 64;
+// DeviceContext::row_counters' length: the most rows one reduction splits over several blocks.
+constexpr int kRowCounters = kMaxSplitRows;
 
 class ROCmMemoryManager;
 class ROCmBLAS;
@@ -43,6 +46,10 @@ struct DeviceContext {
   size_t blas_workspace_bytes = 0;
   int multiprocessors = 0;
   int wave_size = 32;
+  // Arrival counters of the one-pass row reductions (reduce.hip), one per row: zero between
+  // kernels, each kernel's last block leaves them so. Per context, since kernels on one
+  // stream run one after another.
+  unsigned* row_counters = nullptr;
   bool bundle = false;  // a multi_stream bundle rather than the device's shared context
   ROCmMemoryManager* memory = nullptr;  // the device's caching allocator
   StreamPool* pool = nullptr;           // its pool for `stream`

@@ -20,6 +20,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "backend/reduce_shape.h"
 #include "backend/rocm/context.h"
 #include "backend/rocm/gpu/rtc.h"
 #include "ir/passes/fuse.h"
@@ -187,21 +188,18 @@ const Entry& kernel_for(DeviceContext& ctx, const FusedRegion& r, const fuse::Ke
 }
 
 // The prebuilt reduce kernel's geometry for rows of `cols` values
-// (kernels/reduce.hip, reduce_typed), so the fused reduction combines in its
-// order: 256 threads for long rows (else 64), a row split into chunks when
-// there are too few rows to fill the device, 16-byte-wide reads when every
-// row allows them (a fresh intermediate is aligned).
+// (kernels/reduce.hip, reduce_typed; backend/reduce_shape.h), so the fused
+// reduction combines in its order: kReduce.threads threads for long rows
+// (else kShortRowThreads), a row split into chunks when there are too few
+// rows to fill the device, 16-byte-wide reads when every row allows them (a
+// fresh intermediate is aligned).
 fuse::ReduceGeometry reduce_geometry(const DeviceContext& ctx, const FusedRegion& r, int* threads) {
   fuse::ReduceGeometry g;
   g.cols = 1;
   for (int a : r.reduce_axes) g.cols *= r.shape[a];
   g.rows = shape_size(r.shape) / g.cols;
-  *threads = g.cols >= 256 ? 256 : 64;
-  if (g.rows < 2 * ctx.multiprocessors) {
-    const int64_t want = (4 * ctx.multiprocessors + g.rows - 1) / g.rows;
-    const int64_t useful = (g.cols + *threads * 16 - 1) / (*threads * 16);
-    g.chunks = std::max<int64_t>(1, std::min<int64_t>({want, useful, 1024}));
-  }
+  *threads = backend::reduce_threads(g.cols);
+  g.chunks = backend::reduce_chunks(g.rows, g.cols, ctx.multiprocessors);
   const int64_t size = int64_t(itemsize(r.steps.back().dtype));
   const int64_t vec = 16 / size > 8 ? 8 : 16 / size;
   g.vec = g.cols % vec == 0;
@@ -231,8 +229,9 @@ bool eval_reduce_gpu(DeviceContext& ctx, const Entry& e, const FusedRegion& r, c
   };
   gpu::rtc_launch(e.kernel, grid(g.rows * g.chunks), threads, args.data(), args.size() * sizeof(int64_t),
                   ctx.stream);
-  if (g.chunks > 1) {
-    gpu::rtc_launch(e.parts, grid(g.rows), 64, args.data(), args.size() * sizeof(int64_t), ctx.stream);
+  if (g.chunks > 1) {  // as many threads as the prebuilt kernel's last block combines the chunks with
+    gpu::rtc_launch(e.parts, grid(g.rows), backend::kReduce.threads, args.data(), args.size() * sizeof(int64_t),
+                    ctx.stream);
   }
   return true;
 }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "backend/reduce_shape.h"
 #include "core/half.h"
 
 namespace pyflame::fuse {
@@ -246,12 +247,14 @@ std::string steps_code(const FusedRegion& r, const KernelLayout& L, const std::s
 }
 
 // A reduction after the steps, as the prebuilt reduce kernel does it
-// (kernels/reduce.hip, reduce_rows): rows of `cols` elements, each row split
-// into `chunks` parts (a block each), threads striding over a part either
-// one element or PF_VEC elements at a time, a wave butterfly and a block
-// combine through shared memory; with chunks > 1 a second kernel reduces the
-// parts. The same order, so the same bits: float accumulation for the 16-
-// and 32-bit floats the GPU anchors admit.
+// (kernels/reduce.hip, reduce_rows; backend/reduce_shape.h): rows of `cols`
+// elements, each row split into `chunks` parts (a block each), threads
+// striding over a part either one element or PF_VEC elements at a time, with
+// PF_RED_LOADS accumulators in long rows, a wave butterfly and a block combine
+// through shared memory; with chunks > 1 a second kernel reduces the parts
+// with as many threads as the prebuilt kernel's last block. The same order,
+// so the same bits: float accumulation for the 16- and 32-bit floats the GPU
+// anchors admit.
 std::string reduce_code(const FusedRegion& r, const KernelLayout& L) {
   const Dtype t = r.steps.back().dtype;
   const ReduceOp op = r.reduce_op;
@@ -261,6 +264,8 @@ std::string reduce_code(const FusedRegion& r, const KernelLayout& L) {
   const char* ident = op == ReduceOp::Max ? "__int_as_float(0xff800000)"
                       : op == ReduceOp::Min ? "__int_as_float(0x7f800000)" : "0.0f";
   k << "#define PF_VEC " << vec << "\n";
+  k << "#define PF_RED_THREADS " << backend::kReduce.threads << "\n#define PF_RED_LOADS " << backend::kReduce.loads
+    << "\n";
   k << "__device__ __forceinline__ float pf_ident() { return " << ident << "; }\n";
   k << "__device__ __forceinline__ float pf_combine(float a, float b) { return ";
   if (op == ReduceOp::Max) k << "(a > b || a != a) ? a : b";
@@ -298,24 +303,43 @@ __device__ float pf_block_reduce(float v) {
   const std::string fin = op == ReduceOp::Mean ? "(float)((double)acc / (double)a.cols)" : "acc";
   k << "__device__ __forceinline__ void pf_finish(const Args& a, long row, float acc) {\n"
     << "  ((" << storage(t) << "*)a.out[0])[row] = " << store_expr(t, fin) << ";\n}\n\n";
-  k << R"(extern "C" __global__ void __launch_bounds__(256) KERNEL_NAME(Args a) {
+  // A thread's part of a chunk, V elements a vector: U vectors in flight per step into U
+  // accumulators, the rest into the first, then the accumulators in order.
+  k << R"(template <int V, int U>
+__device__ __forceinline__ float pf_chunk(const Args& a, long base, long start, long end) {
+  float acc[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) acc[u] = pf_ident();
+  const long T = blockDim.x, j_end = end / V;
+  long j = start / V + threadIdx.x;
+  for (; j + (U - 1) * T < j_end; j += U * T) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+#pragma unroll
+      for (int q = 0; q < V; ++q) acc[u] = pf_combine(acc[u], pf_value(a, ()" << I << R"()(base + (j + u * T) * V + q)));
+    }
+  }
+  for (; j < j_end; j += T) {
+#pragma unroll
+    for (int q = 0; q < V; ++q) acc[0] = pf_combine(acc[0], pf_value(a, ()" << I << R"()(base + j * V + q)));
+  }
+#pragma unroll
+  for (int u = 1; u < U; ++u) acc[0] = pf_combine(acc[0], acc[u]);
+  return acc[0];
+}
+
+extern "C" __global__ void __launch_bounds__(PF_RED_THREADS) KERNEL_NAME(Args a) {
   const long rows = a.rows, cols = a.cols, chunks = a.chunks;
   const long V = a.vec ? PF_VEC : 1;
   const long len = ((cols + chunks - 1) / chunks + V - 1) / V * V;
+  const bool long_rows = blockDim.x == PF_RED_THREADS;
   for (long b = blockIdx.x; b < rows * chunks; b += gridDim.x) {
     const long row = b / chunks, start = (b % chunks) * len;
     const long end = start + len < cols ? start + len : cols;
     const long base = row * cols;
-    float acc = pf_ident();
-    if (a.vec) {
-      for (long j = start / PF_VEC + threadIdx.x; j < end / PF_VEC; j += blockDim.x) {
-#pragma unroll
-        for (int q = 0; q < PF_VEC; ++q) acc = pf_combine(acc, pf_value(a, ()" << I << R"()(base + j * PF_VEC + q)));
-      }
-    } else {
-      for (long j = start + threadIdx.x; j < end; j += blockDim.x) acc = pf_combine(acc, pf_value(a, ()" << I
-    << R"()(base + j)));
-    }
+    float acc;
+    if (a.vec) acc = long_rows ? pf_chunk<PF_VEC, PF_RED_LOADS>(a, base, start, end) : pf_chunk<PF_VEC, 1>(a, base, start, end);
+    else acc = long_rows ? pf_chunk<1, PF_RED_LOADS>(a, base, start, end) : pf_chunk<1, 1>(a, base, start, end);
     acc = pf_block_reduce(acc);
     if (threadIdx.x == 0) {
       if (chunks > 1) ((float*)a.partial)[b] = acc;
@@ -324,7 +348,7 @@ __device__ float pf_block_reduce(float v) {
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) KERNEL_NAME_parts(Args a) {
+extern "C" __global__ void __launch_bounds__(PF_RED_THREADS) KERNEL_NAME_parts(Args a) {
   const long rows = a.rows, parts = a.chunks;
   for (long b = blockIdx.x; b < rows; b += gridDim.x) {
     const float* p = (const float*)a.partial + b * parts;

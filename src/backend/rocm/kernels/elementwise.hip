@@ -78,40 +78,139 @@ __global__ void map_kernel(R* out, Inputs<N, T> in, Indexer<N> ix, int64_t n, F 
   }
 }
 
+// Shape of the vectorized map (bench_variants/ew_variants.hip times the alternatives on the
+// benchmark's sizes): `threads` per block; each thread moves `vectors` 16-byte vectors of
+// every operand per tile, all loaded before any is stored, so that many loads are in flight;
+// `resident_grid`: a grid of the blocks resident at once stepping over the tiles, else one
+// block per tile (the device's scheduler balances the load); `hint`: cache policy of the
+// loads and stores. Block sizes are multiples of 64 (a wave on AMD's gfx9).
+enum class MemHint : uint8_t { None, Streaming, ReadOnly };
+struct MapShape {
+  int threads;
+  int vectors;
+  bool resident_grid;
+  MemHint hint;
+};
+constexpr MapShape kMap{128, 2, false, MemHint::None};
+
+// Loads and stores of a whole Pack with kMap's cache hint (16-, 8- and 4-byte packs; others
+// plain): Streaming marks the lines evict-first (non-temporal on AMD), ReadOnly reads through
+// the read-only data path (NVIDIA; a plain load on AMD).
+#if defined(PYFLAME_GPU_CUDA)
+using HintWord16 = int4;
+using HintWord8 = int2;
+#else
+typedef uint32_t HintWord16 __attribute__((ext_vector_type(4)));
+typedef uint32_t HintWord8 __attribute__((ext_vector_type(2)));
+#endif
+template <typename P>
+using hint_word_t = std::conditional_t<sizeof(P) == 16, HintWord16, std::conditional_t<sizeof(P) == 8, HintWord8, uint32_t>>;
+template <typename P>
+constexpr bool hinted(MemHint h) {
+  return h != MemHint::None && (sizeof(P) == 16 || sizeof(P) == 8 || sizeof(P) == 4);
+}
+
+template <typename P>
+__device__ inline P load_pack(const P* p) {
+  if constexpr (hinted<P>(kMap.hint)) {
+    using W = hint_word_t<P>;
+    const W* w = reinterpret_cast<const W*>(p);
+#if defined(PYFLAME_GPU_CUDA)
+    const W v = kMap.hint == MemHint::Streaming ? __ldcs(w) : __ldg(w);
+#else
+    const W v = kMap.hint == MemHint::Streaming ? __builtin_nontemporal_load(w) : *w;
+#endif
+    P r;
+    memcpy(&r, &v, sizeof(P));
+    return r;
+  } else {
+    return *p;
+  }
+}
+
+template <typename P>
+__device__ inline void store_pack(P* p, const P& v) {
+  if constexpr (hinted<P>(kMap.hint) && kMap.hint == MemHint::Streaming) {
+    using W = hint_word_t<P>;
+    W w;
+    memcpy(&w, &v, sizeof(P));
+#if defined(PYFLAME_GPU_CUDA)
+    __stcs(reinterpret_cast<W*>(p), w);
+#else
+    __builtin_nontemporal_store(w, reinterpret_cast<W*>(p));
+#endif
+  } else {
+    *p = v;
+  }
+}
+
+// Contiguous and scalar inputs, V elements per vector. Tile t covers vectors
+// [t * tile, (t + 1) * tile), tile = threads * kMap.vectors; thread i takes vectors i,
+// i + threads, ... of it (each load instruction coalesced across the block). Elements past
+// the last whole vector go to the last block.
 template <int N, int V, typename T, typename R, typename F>
-__global__ void map_vec_kernel(R* out, Inputs<N, T> in, int64_t n, F f) {
-  const int64_t nv = n / V;
-  PF_GRID_STRIDE(i, nv) {
-    Pack<T, V> a[N];
+__global__ void __launch_bounds__(kMap.threads) map_tile_kernel(R* out, Inputs<N, T> in, int64_t n, F f) {
+  constexpr int kThreadsT = kMap.threads, U = kMap.vectors;
+  constexpr int64_t kTile = int64_t(kThreadsT) * U;
+  using P = Pack<T, V>;
+  const int64_t nv = n / V, tiles = (nv + kTile - 1) / kTile;
+  T s[N];  // broadcast inputs
 #pragma unroll
-    for (int k = 0; k < N; ++k) {
-      if (in.a[k] == Access::Contig) {
-        a[k] = reinterpret_cast<const Pack<T, V>*>(in.p[k])[i];
-      } else {
-        const T s = in.p[k][0];
+  for (int k = 0; k < N; ++k) s[k] = in.a[k] == Access::Scalar ? in.p[k][0] : T();
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int64_t first = t * kTile + threadIdx.x;
+    const bool full = (t + 1) * kTile <= nv;
+    P a[U][N];
 #pragma unroll
-        for (int j = 0; j < V; ++j) a[k].v[j] = s;
+    for (int u = 0; u < U; ++u) {
+      const int64_t j = first + int64_t(u) * kThreadsT;
+#pragma unroll
+      for (int k = 0; k < N; ++k) {
+        if (in.a[k] != Access::Contig) {
+#pragma unroll
+          for (int e = 0; e < V; ++e) a[u][k].v[e] = s[k];
+        } else if (full || j < nv) {
+          a[u][k] = load_pack(reinterpret_cast<const P*>(in.p[k]) + j);
+        }
       }
     }
-    Pack<R, V> r;
 #pragma unroll
-    for (int j = 0; j < V; ++j) {
+    for (int u = 0; u < U; ++u) {
+      const int64_t j = first + int64_t(u) * kThreadsT;
+      if (!full && j >= nv) continue;
+      Pack<R, V> r;
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        acc_t<T> v[N];
+#pragma unroll
+        for (int k = 0; k < N; ++k) v[k] = static_cast<acc_t<T>>(a[u][k].v[e]);
+        r.v[e] = R(call<N>(f, v));
+      }
+      store_pack(reinterpret_cast<Pack<R, V>*>(out) + j, r);
+    }
+  }
+  if (blockIdx.x == gridDim.x - 1) {
+    for (int64_t i = nv * V + threadIdx.x; i < n; i += kThreadsT) {
       acc_t<T> v[N];
 #pragma unroll
-      for (int k = 0; k < N; ++k) v[k] = static_cast<acc_t<T>>(a[k].v[j]);
-      r.v[j] = R(call<N>(f, v));
+      for (int k = 0; k < N; ++k) v[k] = static_cast<acc_t<T>>(in.p[k][in.a[k] == Access::Contig ? i : 0]);
+      out[i] = R(call<N>(f, v));
     }
-    reinterpret_cast<Pack<R, V>*>(out)[i] = r;
   }
-  for (int64_t i = nv * V + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    acc_t<T> v[N];
-#pragma unroll
-    for (int k = 0; k < N; ++k) {
-      v[k] = static_cast<acc_t<T>>(in.p[k][in.a[k] == Access::Contig ? i : 0]);
-    }
-    out[i] = R(call<N>(f, v));
+}
+
+// Grid of map_tile_kernel: one block per tile, or the blocks resident at once (kMap).
+template <int N, int V, typename T, typename R, typename F>
+unsigned map_tile_grid(const DeviceContext& ctx, int64_t n) {
+  const int64_t tile = int64_t(kMap.threads) * kMap.vectors;
+  const int64_t tiles = std::max<int64_t>(1, (n / V + tile - 1) / tile);
+  // gridDim.x * blockDim.x must fit 32 bits on AMD.
+  int64_t cap = int64_t(INT32_MAX) / kMap.threads;
+  if constexpr (kMap.resident_grid) {
+    static const int resident = resident_blocks(map_tile_kernel<N, V, T, R, F>, kMap.threads);
+    cap = int64_t(resident) * ctx.multiprocessors;
   }
+  return static_cast<unsigned>(std::min(tiles, cap));
 }
 
 // out (row-major, `shape`) = f(inputs...), inputs with their own strides.
@@ -133,7 +232,8 @@ void launch_map(R* out, std::array<const T*, N> ptrs, const Shape& shape,
            (in.a[k] == Access::Contig && reinterpret_cast<uintptr_t>(ptrs[k]) % (sizeof(T) * V) == 0);
   }
   if (vec) {
-    map_vec_kernel<N, V, T, R, F><<<grid_for(ctx, n, kThreads, V), kThreads, 0, ctx.stream>>>(out, in, n, f);
+    map_tile_kernel<N, V, T, R, F><<<map_tile_grid<N, V, T, R, F>(ctx, n), kMap.threads, 0, ctx.stream>>>(
+        out, in, n, f);
   } else {
     Indexer<N> ix = strided ? make_indexer<N>(shape, st, fn) : Indexer<N>{};
     map_kernel<N, T, R, F><<<grid_for(ctx, n, kThreads), kThreads, 0, ctx.stream>>>(out, in, ix, n, f);

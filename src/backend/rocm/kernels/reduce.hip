@@ -1,11 +1,13 @@
 // Reductions: the input is viewed as (kept axes, reduced axes) rows — copied
 // to that layout first when it is not already contiguous — and each row is
-// reduced by one block, or by several blocks plus a second pass when there
-// are too few rows to fill the GPU.
+// reduced by one block, or, when there are too few rows to fill the GPU, by
+// several blocks of which the last to finish combines the others' results
+// (one launch).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "backend/reduce_shape.h"
 #include "backend/rocm/kernels/common.h"
 
 namespace pyflame::backend::rocm {
@@ -65,40 +67,84 @@ __device__ A block_reduce_op(A v) {
   return v;
 }
 
-// Block b reduces chunk (b % chunks) of row (b / chunks). With `partial`, the
-// chunk results go there; otherwise each row's result is finalized into out.
-// With V > 1 the host guarantees cols % V == 0 and 16-byte aligned rows, and
-// each thread reads V elements at a time.
-template <ReduceOp Op, typename T, typename A, typename R, int V = 1>
-__global__ void reduce_rows(const T* in, R* out, A* partial, int64_t rows, int64_t cols, int64_t chunks,
-                            int64_t count) {
+// Rows of kReduce.threads or more take the long-row kernel (backend/reduce_shape.h).
+#if defined(PYFLAME_GPU_CUDA)  // registers capped so that kReduce.blocks_per_sm blocks are resident
+#define PF_REDUCE_BOUNDS(nthreads) \
+  __launch_bounds__(nthreads, nthreads == kReduce.threads ? kReduce.blocks_per_sm : 1)
+#else  // HIP's second argument means something else: threads only
+#define PF_REDUCE_BOUNDS(nthreads) __launch_bounds__(nthreads)
+#endif
+
+template <ReduceOp Op, typename A, typename R>
+__device__ inline void store_result(R* out, int64_t row, A acc, int64_t count) {
+  if constexpr (Op == ReduceOp::Mean) {
+    out[row] = convert<R>(static_cast<acc_t<R>>(static_cast<double>(acc) / static_cast<double>(count)));
+  } else {
+    out[row] = convert<R>(acc);
+  }
+}
+
+// Block b reduces chunk (b % chunks) of row (b / chunks), each thread with U loads of V
+// elements in flight (U accumulators). One chunk per row: the block stores the row's result.
+// Several: the chunk's result goes to partial[b], and the row's last block to arrive (counted
+// on counters[row], which atomicInc wraps back to 0 for the next kernel) combines the row's
+// partials in chunk order, so the result does not depend on the arrival order. With V > 1
+// the host guarantees cols % V == 0 and 16-byte aligned rows.
+template <ReduceOp Op, typename T, typename A, typename R, int THREADS, int U, int V>
+__global__ void PF_REDUCE_BOUNDS(THREADS)
+    reduce_rows(const T* in, R* out, A* partial, unsigned* counters, int64_t rows, int64_t cols, int64_t chunks,
+                int64_t count) {
+  using P = Pack<T, V>;
+  const Combine<Op> op{};
+  __shared__ bool last;
   const int64_t len = ((cols + chunks - 1) / chunks + V - 1) / V * V;
   for (int64_t b = blockIdx.x; b < rows * chunks; b += gridDim.x) {
     const int64_t row = b / chunks, start = (b % chunks) * len;
     const int64_t end = start + len < cols ? start + len : cols;
-    const T* p = in + row * cols;
-    A acc = identity<Op, A>();
-    if constexpr (V > 1) {
-      const auto* pv = reinterpret_cast<const Pack<T, V>*>(p);
-      for (int64_t j = start / V + threadIdx.x; j < end / V; j += blockDim.x) {
-        const Pack<T, V> v = pv[j];
+    const P* const pv = reinterpret_cast<const P*>(in + row * cols);
+    A acc[U];
 #pragma unroll
-        for (int k = 0; k < V; ++k) acc = Combine<Op>{}(acc, static_cast<A>(static_cast<acc_t<T>>(v.v[k])));
-      }
-    } else {
-      for (int64_t j = start + threadIdx.x; j < end; j += blockDim.x) {
-        acc = Combine<Op>{}(acc, static_cast<A>(static_cast<acc_t<T>>(p[j])));
+    for (int u = 0; u < U; ++u) acc[u] = identity<Op, A>();
+    // One pointer and constant offsets: the U loads share one address.
+    const P* q = pv + start / V + threadIdx.x;
+    const P* const q_end = pv + end / V;
+#pragma unroll 1  // U is the unrolling; more would only cost registers
+    for (; q + (U - 1) * THREADS < q_end; q += U * THREADS) {
+      P v[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) v[u] = q[u * THREADS];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+#pragma unroll
+        for (int k = 0; k < V; ++k) acc[u] = op(acc[u], static_cast<A>(static_cast<acc_t<T>>(v[u].v[k])));
       }
     }
-    acc = block_reduce_op<Op, A>(acc);
+#pragma unroll 1
+    for (; q < q_end; q += THREADS) {
+      const P v = *q;
+#pragma unroll
+      for (int k = 0; k < V; ++k) acc[0] = op(acc[0], static_cast<A>(static_cast<acc_t<T>>(v.v[k])));
+    }
+#pragma unroll
+    for (int u = 1; u < U; ++u) acc[0] = op(acc[0], acc[u]);
+    const A total = block_reduce_op<Op, A>(acc[0]);
+    if (chunks == 1) {
+      if (threadIdx.x == 0) store_result<Op>(out, row, total, count);
+      continue;
+    }
     if (threadIdx.x == 0) {
-      if (partial) {
-        partial[b] = acc;
-      } else if constexpr (Op == ReduceOp::Mean) {
-        out[row] = convert<R>(static_cast<acc_t<R>>(static_cast<double>(acc) / static_cast<double>(count)));
-      } else {
-        out[row] = convert<R>(acc);
-      }
+      partial[b] = total;
+      __threadfence();  // the partial is visible before the count says it is there
+      last = atomicInc(&counters[row], static_cast<unsigned>(chunks - 1)) == static_cast<unsigned>(chunks - 1);
+    }
+    __syncthreads();
+    if (last) {  // the same for the whole block
+      __threadfence();
+      const volatile A* pr = partial + row * chunks;
+      A t = identity<Op, A>();
+      for (int64_t c = threadIdx.x; c < chunks; c += THREADS) t = op(t, static_cast<A>(pr[c]));
+      t = block_reduce_op<Op, A>(t);
+      if (threadIdx.x == 0) store_result<Op>(out, row, t, count);
     }
   }
 }
@@ -107,37 +153,27 @@ template <ReduceOp Op, typename T>
 void reduce_typed(const T* rows_in, Tensor& out, int64_t rows, int64_t cols, DeviceContext& ctx) {
   using A = typename RTraits<Op, T>::A;
   using R = typename RTraits<Op, T>::R;
-  const int threads = cols >= 256 ? 256 : 64;
-  int64_t chunks = 1;
-  if (rows < 2 * ctx.multiprocessors) {
-    int64_t want = (4 * ctx.multiprocessors + rows - 1) / rows;
-    int64_t useful = (cols + threads * 16 - 1) / (threads * 16);
-    chunks = std::max<int64_t>(1, std::min<int64_t>({want, useful, 1024}));
-  }
-  auto grid = [&](int64_t blocks) {
-    return static_cast<unsigned>(std::min<int64_t>(blocks, int64_t(ctx.multiprocessors) * 32));
-  };
   R* o = out.data<R>();
   // 16-byte loads when every row starts aligned: the pass is memory-bound.
   constexpr int V = 16 / sizeof(T) > 8 ? 8 : 16 / sizeof(T);
   const bool vec = cols % V == 0 && aligned16(rows_in);
-  auto first_pass = [&](A* partial, int64_t nchunks) {
-    const unsigned g = grid(rows * nchunks);
-    if (vec) {
-      reduce_rows<Op, T, A, R, V><<<g, threads, 0, ctx.stream>>>(rows_in, o, partial, rows, cols, nchunks, cols);
-    } else {
-      reduce_rows<Op, T, A, R><<<g, threads, 0, ctx.stream>>>(rows_in, o, partial, rows, cols, nchunks, cols);
-    }
-    PF_HIP_CHECK_LAUNCH();
-  };
-  if (chunks == 1) {
-    first_pass(nullptr, 1);
-    return;
+  const int64_t chunks = reduce_chunks(rows, cols, ctx.multiprocessors);
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(rows * chunks, int64_t(ctx.multiprocessors) * 32));
+  std::shared_ptr<Buffer> part;
+  A* pp = nullptr;
+  if (chunks > 1) {
+    part = temp_buffer(ctx, rows * chunks * sizeof(A));
+    pp = static_cast<A*>(part->ptr);
   }
-  auto part = temp_buffer(ctx, rows * chunks * sizeof(A));
-  A* pp = static_cast<A*>(part->ptr);
-  first_pass(pp, chunks);
-  reduce_rows<Op, A, A, R><<<grid(rows), 64, 0, ctx.stream>>>(pp, o, nullptr, rows, chunks, 1, cols);
+  if (reduce_threads(cols) == kReduce.threads) {
+    constexpr int Tl = kReduce.threads, U = kReduce.loads;
+    auto* kernel = vec ? reduce_rows<Op, T, A, R, Tl, U, V> : reduce_rows<Op, T, A, R, Tl, U, 1>;
+    kernel<<<grid, Tl, 0, ctx.stream>>>(rows_in, o, pp, ctx.row_counters, rows, cols, chunks, cols);
+  } else {  // short rows: never split
+    constexpr int Ts = kShortRowThreads;
+    auto* kernel = vec ? reduce_rows<Op, T, A, R, Ts, 1, V> : reduce_rows<Op, T, A, R, Ts, 1, 1>;
+    kernel<<<grid, Ts, 0, ctx.stream>>>(rows_in, o, nullptr, nullptr, rows, cols, 1, cols);
+  }
   PF_HIP_CHECK_LAUNCH();
 }
 
