@@ -191,13 +191,19 @@ SPLIT_SHAPES = [(1, 1 << 20), (1, 300007), (3, 99999), (5, 65536 + 4), (40, 2000
 def test_reduce_split_rows(device, name, shape):
     fn, ref = REDUCE[name]
     rows, cols = shape
-    if name == "prod":  # products near 1 stay finite
-        x = np.random.uniform(0.9999, 1.0001, shape)
+    if name == "prod":
+        # Factors e^N(0, 0.01): the product stays finite and its float32
+        # accumulators leave 1.0 at once. Factors all within 1e-4 of 1 keep
+        # every partial product at 1.0, where the float32 spacing halves and
+        # the rounding drifts (NumPy's float32 prod of 2**20 such factors is
+        # off by 2.5e-4): that tests the float format, not the reduction. A
+        # lost or doubled factor still moves the product by about 1%.
+        x = np.exp(np.random.normal(0.0, 0.01, shape))
     else:
         x = np.random.uniform(-1, 2, shape)
     x = x.astype(np.float32)
     want = ref(x.astype(np.float64), axis=1)
-    tol = dict(rtol=2e-4 if name == "prod" else 1e-5, atol=1e-5)  # a product's rounding grows as sqrt(n)
+    tol = dict(rtol=1e-3 if name == "prod" else 1e-5, atol=1e-5)  # a product's rounding grows as sqrt(n)
     t = make_tensor(x)
     first = fn(t, axis=1).numpy()
     for again in range(2):  # the same bits each time: the combine order is fixed
