@@ -81,6 +81,7 @@ void GpuGraph::drop_io() {
   if (table) (void)hipHostFree(table);
   table = table_dev = nullptr;
   io_bytes.clear();
+  last = done;  // the slots' launches are over (waited for above); their events are gone
 }
 
 bool GpuGraph::io_ready(const std::vector<DeviceCopy>& in, const std::vector<DeviceCopy>& out) {
