@@ -5,6 +5,7 @@
 # the demo and the benchmarks, and prints a summary table last.
 #   PYFLAME_GPU=CUDA|ROCM (default CUDA)   STEPS="build cpp py ..." to choose
 #   PY_TESTS="tests/python/test_x.py ..." narrows the Python step
+#   STEPS="build memcheck-all": the whole Python suite under memcheck (tools/gpu_memcheck.py)
 # Logs go to $OUT (if set) or build/gpu-logs. Needs no network: Python
 # packages must be installed; OpenBLAS/SLEEF/GoogleTest may come unpacked in .deps/.
 set -uo pipefail
@@ -70,6 +71,9 @@ has pysan && run_step pysan-mem env PYFLAME_TEST_DEVICES=rocm compute-sanitizer 
   --error-exitcode 3 "$PY" -m pytest $PYSAN_TESTS -q -x -p no:cacheprovider
 has pysan && run_step pysan-race env PYFLAME_TEST_DEVICES=rocm compute-sanitizer --tool racecheck \
   --error-exitcode 3 "$PY" -m pytest $PYSAN_TESTS -q -x -p no:cacheprovider
+# The whole Python suite's rocm cases under memcheck, in resumable slices (long: not a default
+# step; STEPS="build memcheck-all" to run it).
+has memcheck-all && run_step memcheck-all "$PY" tools/gpu_memcheck.py --budget "${MEMCHECK_BUDGET:-3600}"
 has demo && run_step demo "$PY" examples/demo.py --device rocm
 has train && run_step train "$PY" examples/train.py --device rocm
 has train && run_step train-amp "$PY" examples/train.py --device rocm --amp
