@@ -2,7 +2,7 @@
 
     python tools/gpu_memcheck.py [--budget SECONDS] [--workers N] [--state DIR] [PATHS...]
 
-The whole suite under memcheck takes longer than one sitting may allow (about 17 minutes with 14
+The whole suite under memcheck takes longer than one sitting may allow (about 20 minutes with 14
 workers on a 16-core H100 host), so each run collects the cases once (STATE/all.txt), runs those
 not yet finished under `compute-sanitizer --tool memcheck --target-processes all` until its budget
 is spent, and records each case's outcome (STATE/done.txt) and every sanitizer report line
