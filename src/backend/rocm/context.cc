@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "backend/reduce_shape.h"
 #include "backend/rocm/gpu/platform.h"
 #include "backend/rocm/memory.h"
 #include "pyflame/backend/rocm.h"
@@ -33,8 +34,9 @@ DeviceContext* create_context(int device) {
 #else
   PF_BLAS_CHECK(cublasSetWorkspace(ctx->blas, ctx->blas_workspace, ctx->blas_workspace_bytes));
 #endif
-  PF_HIP_CHECK(hipMalloc(&ctx->row_counters, kRowCounters * sizeof(unsigned)));
-  PF_HIP_CHECK(hipMemsetAsync(ctx->row_counters, 0, kRowCounters * sizeof(unsigned), ctx->stream));
+  // One arrival counter per row a reduction may split (backend/reduce_shape.h).
+  PF_HIP_CHECK(hipMalloc(&ctx->row_counters, kMaxSplitRows * sizeof(unsigned)));
+  PF_HIP_CHECK(hipMemsetAsync(ctx->row_counters, 0, kMaxSplitRows * sizeof(unsigned), ctx->stream));
   ctx->multiprocessors = gpu::device_attribute(hipDeviceAttributeMultiprocessorCount, device);
   ctx->wave_size = gpu::device_wave_size(device);
   ctx->memory = &get_memory_manager(device);

@@ -15,7 +15,6 @@
 #include <memory>
 #include <mutex>
 
-#include "backend/reduce_shape.h"
 #include "backend/rocm/gpu/libs.h"
 #include "backend/rocm/gpu/runtime.h"
 #include "pyflame/backend/rocm.h"
@@ -24,8 +23,6 @@ namespace pyflame::backend::rocm {
 
 // The most devices a process addresses (get_device_count() counts no more).
 constexpr int kMaxDevices = 64;
-// DeviceContext::row_counters' length: the most rows one reduction splits over several blocks.
-constexpr int kRowCounters = kMaxSplitRows;
 
 class ROCmMemoryManager;
 class ROCmBLAS;
