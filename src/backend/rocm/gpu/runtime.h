@@ -122,10 +122,6 @@ using hipKernelNodeParams = cudaKernelNodeParams;
 #define hipFuncSetAttribute(func, attr, value) \
   cudaFuncSetAttribute(reinterpret_cast<const void*>(func), attr, value)
 #define hipFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
-// Likewise hipOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, reinterpret_cast<const void*>(&kernel),
-// threads, dynamic_shared_bytes).
-#define hipOccupancyMaxActiveBlocksPerMultiprocessor(num, func, block, shmem) \
-  cudaOccupancyMaxActiveBlocksPerMultiprocessor(num, reinterpret_cast<const void*>(func), block, shmem)
 #define hipLaunchKernelGGL(kernel, grid, block, shmem, stream, ...) \
   kernel<<<(grid), (block), (shmem), (stream)>>>(__VA_ARGS__)
 

@@ -119,16 +119,6 @@ inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 
 
 constexpr int kThreads = 256;
 
-// Blocks of `kernel` resident on one multiprocessor at `threads` per block (at least 1), on
-// the current device: a grid of this many per multiprocessor fills the device once.
-template <typename K>
-int resident_blocks(K* kernel, int threads) {
-  int blocks = 0;
-  PF_HIP_CHECK(hipOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, reinterpret_cast<const void*>(kernel),
-                                                            threads, 0));
-  return blocks > 0 ? blocks : 1;
-}
-
 }  // namespace pyflame::backend::rocm
 
 namespace pyflame::backend::rocm {

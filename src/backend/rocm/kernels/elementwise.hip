@@ -80,71 +80,16 @@ __global__ void map_kernel(R* out, Inputs<N, T> in, Indexer<N> ix, int64_t n, F 
 
 // Shape of the vectorized map: `threads` per block; each thread moves `vectors` 16-byte vectors
 // of every operand per tile, all loaded before any is stored, so that many loads are in flight;
-// `resident_grid`: a grid of the blocks resident at once stepping over the tiles, else one
-// block per tile (the device's scheduler balances the load); `hint`: cache policy of the
-// loads and stores. Block sizes are multiples of 64 (a wave on AMD's gfx9). On an H100 at
-// 64M floats, {128, 2} runs silu and exp at 99.5% of a device-to-device copy's rate (the
-// previous grid-stride kernel: 94%); 128 or 256 threads with 1-4 vectors are within 0.5% of
-// it, a resident grid 7% slower, and the cache hints change nothing.
-enum class MemHint : uint8_t { None, Streaming, ReadOnly };
+// one block per tile (the device's scheduler balances the load). Block sizes are multiples of
+// 64 (a wave on AMD's gfx9). On an H100 at 64M floats, {128, 2} runs silu and exp at 99.5% of a
+// device-to-device copy's rate (the previous grid-stride kernel: 94%); 128 or 256 threads with
+// 1-4 vectors are within 0.5% of it, a grid of only the resident blocks was 7% slower, and
+// streaming or read-only cache hints changed nothing.
 struct MapShape {
   int threads;
   int vectors;
-  bool resident_grid;
-  MemHint hint;
 };
-constexpr MapShape kMap{128, 2, false, MemHint::None};
-
-// Loads and stores of a whole Pack with kMap's cache hint (16-, 8- and 4-byte packs; others
-// plain): Streaming marks the lines evict-first (non-temporal on AMD), ReadOnly reads through
-// the read-only data path (NVIDIA; a plain load on AMD).
-#if defined(PYFLAME_GPU_CUDA)
-using HintWord16 = int4;
-using HintWord8 = int2;
-#else
-typedef uint32_t HintWord16 __attribute__((ext_vector_type(4)));
-typedef uint32_t HintWord8 __attribute__((ext_vector_type(2)));
-#endif
-template <typename P>
-using hint_word_t = std::conditional_t<sizeof(P) == 16, HintWord16, std::conditional_t<sizeof(P) == 8, HintWord8, uint32_t>>;
-template <typename P>
-constexpr bool hinted(MemHint h) {
-  return h != MemHint::None && (sizeof(P) == 16 || sizeof(P) == 8 || sizeof(P) == 4);
-}
-
-template <typename P>
-__device__ inline P load_pack(const P* p) {
-  if constexpr (hinted<P>(kMap.hint)) {
-    using W = hint_word_t<P>;
-    const W* w = reinterpret_cast<const W*>(p);
-#if defined(PYFLAME_GPU_CUDA)
-    const W v = kMap.hint == MemHint::Streaming ? __ldcs(w) : __ldg(w);
-#else
-    const W v = kMap.hint == MemHint::Streaming ? __builtin_nontemporal_load(w) : *w;
-#endif
-    P r;
-    memcpy(&r, &v, sizeof(P));
-    return r;
-  } else {
-    return *p;
-  }
-}
-
-template <typename P>
-__device__ inline void store_pack(P* p, const P& v) {
-  if constexpr (hinted<P>(kMap.hint) && kMap.hint == MemHint::Streaming) {
-    using W = hint_word_t<P>;
-    W w;
-    memcpy(&w, &v, sizeof(P));
-#if defined(PYFLAME_GPU_CUDA)
-    __stcs(reinterpret_cast<W*>(p), w);
-#else
-    __builtin_nontemporal_store(w, reinterpret_cast<W*>(p));
-#endif
-  } else {
-    *p = v;
-  }
-}
+constexpr MapShape kMap{128, 2};
 
 // Contiguous and scalar inputs, V elements per vector. Tile t covers vectors
 // [t * tile, (t + 1) * tile), tile = threads * kMap.vectors; thread i takes vectors i,
@@ -172,7 +117,7 @@ __global__ void __launch_bounds__(kMap.threads) map_tile_kernel(R* out, Inputs<N
 #pragma unroll
           for (int e = 0; e < V; ++e) a[u][k].v[e] = s[k];
         } else if (full || j < nv) {
-          a[u][k] = load_pack(reinterpret_cast<const P*>(in.p[k]) + j);
+          a[u][k] = reinterpret_cast<const P*>(in.p[k])[j];
         }
       }
     }
@@ -188,7 +133,7 @@ __global__ void __launch_bounds__(kMap.threads) map_tile_kernel(R* out, Inputs<N
         for (int k = 0; k < N; ++k) v[k] = static_cast<acc_t<T>>(a[u][k].v[e]);
         r.v[e] = R(call<N>(f, v));
       }
-      store_pack(reinterpret_cast<Pack<R, V>*>(out) + j, r);
+      reinterpret_cast<Pack<R, V>*>(out)[j] = r;
     }
   }
   if (blockIdx.x == gridDim.x - 1) {
@@ -201,18 +146,11 @@ __global__ void __launch_bounds__(kMap.threads) map_tile_kernel(R* out, Inputs<N
   }
 }
 
-// Grid of map_tile_kernel: one block per tile, or the blocks resident at once (kMap).
-template <int N, int V, typename T, typename R, typename F>
-unsigned map_tile_grid(const DeviceContext& ctx, int64_t n) {
+// Grid of map_tile_kernel: one block per tile (gridDim.x * blockDim.x must fit 32 bits on AMD).
+inline unsigned map_tile_grid(int64_t n, int V) {
   const int64_t tile = int64_t(kMap.threads) * kMap.vectors;
   const int64_t tiles = std::max<int64_t>(1, (n / V + tile - 1) / tile);
-  // gridDim.x * blockDim.x must fit 32 bits on AMD.
-  int64_t cap = int64_t(INT32_MAX) / kMap.threads;
-  if constexpr (kMap.resident_grid) {
-    static const int resident = resident_blocks(map_tile_kernel<N, V, T, R, F>, kMap.threads);
-    cap = int64_t(resident) * ctx.multiprocessors;
-  }
-  return static_cast<unsigned>(std::min(tiles, cap));
+  return static_cast<unsigned>(std::min(tiles, int64_t(INT32_MAX) / kMap.threads));
 }
 
 // out (row-major, `shape`) = f(inputs...), inputs with their own strides.
@@ -234,7 +172,7 @@ void launch_map(R* out, std::array<const T*, N> ptrs, const Shape& shape,
            (in.a[k] == Access::Contig && reinterpret_cast<uintptr_t>(ptrs[k]) % (sizeof(T) * V) == 0);
   }
   if (vec) {
-    map_tile_kernel<N, V, T, R, F><<<map_tile_grid<N, V, T, R, F>(ctx, n), kMap.threads, 0, ctx.stream>>>(
+    map_tile_kernel<N, V, T, R, F><<<map_tile_grid(n, V), kMap.threads, 0, ctx.stream>>>(
         out, in, n, f);
   } else {
     Indexer<N> ix = strided ? make_indexer<N>(shape, st, fn) : Indexer<N>{};
