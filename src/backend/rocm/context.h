@@ -43,8 +43,9 @@ struct DeviceContext {
   size_t blas_workspace_bytes = 0;
   int multiprocessors = 0;
   int wave_size = 32;
-  // Arrival counters of the one-pass row reductions (reduce.hip), one per row: zero between
-  // kernels, each kernel's last block leaves them so. Per context, since kernels on one
+  // Arrival counters of the one-pass row reductions (reduce.hip) and of the decode attention's
+  // chunk merge (llm.hip), one per row: zero between kernels, each kernel's last block leaves
+  // them so. Per context, since kernels on one
   // stream run one after another.
   unsigned* row_counters = nullptr;
   bool bundle = false;  // a multi_stream bundle rather than the device's shared context

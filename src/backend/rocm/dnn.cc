@@ -263,6 +263,16 @@ ConvProblem with_layout(const ConvProblem& p, bool channels_last) {
   return q;
 }
 
+// A row-major problem for the library's own layout handling: cuDNN's graph
+// API reads and writes the row-major operands itself, converting inside its
+// engines (as PyTorch runs them) in less time than the transposes around the
+// channels-last problem. Tried first where the library has it.
+ConvProblem as_given(const ConvProblem& p) {
+  ConvProblem q = with_layout(p, false);
+  q.library_layout_only = true;
+  return q;
+}
+
 // x as the library call reads it: converted into `buf` unless already in
 // the wanted memory order.
 const void* x_in(DeviceContext& ctx, const ConvProblem& p, const void* x, bool channels_last,
@@ -323,7 +333,10 @@ void must(bool ran, const char* fn) {
 
 void conv_forward(DeviceContext& ctx, const ConvProblem& p, const void* x, const void* w, void* y) {
   DeviceGuard g(ctx.device);
-  if (use_channels_last(p) && forward_channels_last(ctx, p, x, w, y)) return;
+  if (use_channels_last(p)) {
+    if (!p.x_channels_last && forward_chunks(ctx, as_given(p), x, w, y)) return;
+    if (forward_channels_last(ctx, p, x, w, y)) return;
+  }
   std::shared_ptr<Buffer> xt;
   const void* xr = x_in(ctx, p, x, false, xt);
   must(forward_chunks(ctx, with_layout(p, false), xr, w, y), "conv");
@@ -332,13 +345,19 @@ void conv_forward(DeviceContext& ctx, const ConvProblem& p, const void* x, const
 void conv_backward_data(DeviceContext& ctx, const ConvProblem& p, void* x, const void* w, const void* y) {
   DeviceGuard g(ctx.device);
   if (p.x_channels_last) throw RuntimeError(errmsg("conv_transpose", "internal: the output must be row-major"));
-  if (use_channels_last(p) && backward_data_channels_last(ctx, p, x, w, y)) return;
+  if (use_channels_last(p)) {
+    if (backward_data_chunks(ctx, as_given(p), x, w, y)) return;
+    if (backward_data_channels_last(ctx, p, x, w, y)) return;
+  }
   must(backward_data_chunks(ctx, p, x, w, y), "conv_transpose");
 }
 
 void conv_backward_weights(DeviceContext& ctx, const ConvProblem& p, const void* x, void* w, const void* y) {
   DeviceGuard g(ctx.device);
-  if (use_channels_last(p) && backward_weights_channels_last(ctx, p, x, w, y)) return;
+  if (use_channels_last(p)) {
+    if (!p.x_channels_last && backward_weights_chunks(ctx, as_given(p), x, w, y)) return;
+    if (backward_weights_channels_last(ctx, p, x, w, y)) return;
+  }
   std::shared_ptr<Buffer> xt;
   const void* xr = x_in(ctx, p, x, false, xt);
   must(backward_weights_chunks(ctx, with_layout(p, false), xr, w, y), "conv_weight_grad");

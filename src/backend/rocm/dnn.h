@@ -77,6 +77,9 @@ struct ConvProblem {
   int64_t groups = 1;
   bool x_channels_last = false;
   bool channels_last = false;
+  // Only through the library's own handling of this memory order (cuDNN's
+  // graph API): a chunk without such a plan returns false, writing nothing.
+  bool library_layout_only = false;
 };
 
 // y = conv(x, w).

@@ -252,6 +252,10 @@ bool conv_chunk(DeviceContext& ctx, const ConvProblem& p, typename Dir::XPtr x, 
   const char* fn = Dir::fn;
   const Lifted L = lift(p, fn);
   const bool cl = L.channels_last;
+  if (p.library_layout_only) {
+    return (p.dtype == Dtype::Float16 || p.dtype == Dtype::BFloat16) && settings::cudnn_graph() &&
+           conv_graph_chunk(ctx, Dir::dir, L, p.dtype, p.groups, x, w, y);
+  }
   if (use_graph(L, p.dtype) && conv_graph_chunk(ctx, Dir::dir, L, p.dtype, p.groups, x, w, y)) return true;
   MIOpenTuningCache& cache = get_tuning_cache();
   const std::string key = conv_key(Dir::key_prefix, L, p.dtype, p.groups, ctx.device);

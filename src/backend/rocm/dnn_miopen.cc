@@ -204,6 +204,7 @@ template <class Dir>
 bool conv_chunk(DeviceContext& ctx, const ConvProblem& p, typename Dir::XPtr x, typename Dir::WPtr w,
                 typename Dir::YPtr y) {
   const char* fn = Dir::fn;
+  if (p.library_layout_only) return false;  // no such path: the caller converts the layout
   const Lifted L = lift(p, fn);
   const bool cl = L.channels_last;
   MIOpenTuningCache& cache = get_tuning_cache();

@@ -48,39 +48,91 @@ __global__ void crop_copy(T* dst, const T* src, Crop3 g, int64_t total) {
 
 constexpr int kTile = 32, kTileRows = 8;  // a 32x32 tile per block of 32x8 threads
 
-// dst (B, C, R) = src (B, R, C): each block moves 32x32 tiles through shared
+// dst (B, C, R) = src (B, R, C): each block moves tiles through shared
 // memory so that both the reads and the writes are coalesced. The padding
-// column keeps the transposed reads free of bank conflicts.
-template <typename T>
-__global__ void transpose_tiles(T* dst, const T* src, int64_t batch, int64_t rows, int64_t cols) {
-  __shared__ T tile[kTile][kTile + 1];
-  const int64_t tiles_c = (cols + kTile - 1) / kTile, tiles = tiles_c * ((rows + kTile - 1) / kTile);
+// columns keep the transposed reads free of bank conflicts. 16-bit elements
+// go in 64x64 tiles, each thread moving element pairs (one 4-byte access)
+// where both extents are even and the pointers 4-byte aligned: 2-byte
+// accesses alone leave the memory system half idle.
+// P: 2 for 16-bit T (pairs), else 1.
+template <typename T, int P>
+__global__ void transpose_tiles(T* dst, const T* src, int64_t batch, int64_t rows, int64_t cols, bool pairs) {
+  constexpr int kT = kTile * P;
+  __shared__ T tile[kT][kT + P];
+  const int64_t tiles_c = (cols + kT - 1) / kT, tiles = tiles_c * ((rows + kT - 1) / kT);
+  const int tx = threadIdx.x * P;
   for (int64_t b = blockIdx.y; b < batch; b += gridDim.y) {
     const T* s = src + b * rows * cols;
     T* d = dst + b * rows * cols;
     for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-      const int64_t r0 = t / tiles_c * kTile, c0 = t % tiles_c * kTile;
-      for (int i = threadIdx.y; i < kTile; i += kTileRows) {
-        const int64_t r = r0 + i, c = c0 + threadIdx.x;
-        if (r < rows && c < cols) tile[i][threadIdx.x] = s[r * cols + c];
+      const int64_t r0 = t / tiles_c * kT, c0 = t % tiles_c * kT;
+      for (int i = threadIdx.y; i < kT; i += kTileRows) {
+        const int64_t r = r0 + i, c = c0 + tx;
+        if (r >= rows) continue;
+        if constexpr (P == 2) {
+          if (pairs && c + 1 < cols) {
+            const uint32_t v = *reinterpret_cast<const uint32_t*>(s + r * cols + c);
+            tile[i][tx] = static_cast<T>(v & 0xffffu);
+            tile[i][tx + 1] = static_cast<T>(v >> 16);
+            continue;
+          }
+        }
+#pragma unroll
+        for (int e = 0; e < P; ++e) {
+          if (c + e < cols) tile[i][tx + e] = s[r * cols + c + e];
+        }
       }
       __syncthreads();
-      for (int i = threadIdx.y; i < kTile; i += kTileRows) {
-        const int64_t c = c0 + i, r = r0 + threadIdx.x;
-        if (r < rows && c < cols) d[c * rows + r] = tile[threadIdx.x][i];
+      for (int i = threadIdx.y; i < kT; i += kTileRows) {
+        const int64_t c = c0 + i, r = r0 + tx;
+        if (c >= cols) continue;
+        if constexpr (P == 2) {
+          if (pairs && r + 1 < rows) {
+            *reinterpret_cast<uint32_t*>(d + c * rows + r) = uint32_t(tile[tx][i]) | (uint32_t(tile[tx + 1][i]) << 16);
+            continue;
+          }
+        }
+#pragma unroll
+        for (int e = 0; e < P; ++e) {
+          if (r + e < rows) d[c * rows + r + e] = tile[tx + e][i];
+        }
       }
       __syncthreads();
     }
   }
 }
 
+// The same transpose for few columns (a filter's KCRS -> KRSC: 9 for a 3x3
+// window), where a tile would be mostly empty: one thread per destination
+// element (coalesced writes), the strided reads served by the caches.
+template <typename T>
+__global__ void transpose_narrow(T* dst, const T* src, uint32_t rows, uint32_t cols, uint32_t total) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const uint32_t r = i % rows, q = i / rows, c = q % cols, b = q / cols;
+    dst[i] = src[(b * rows + r) * cols + c];
+  }
+}
+
+constexpr int64_t kNarrowCols = 16;
+
 template <typename T>
 void launch_transpose(DeviceContext& ctx, int64_t batch, int64_t rows, int64_t cols, const void* src, void* dst) {
-  const int64_t tiles = ((rows + kTile - 1) / kTile) * ((cols + kTile - 1) / kTile);
+  const int64_t total = batch * rows * cols;
+  if (cols < kNarrowCols && total < (int64_t(1) << 31)) {
+    transpose_narrow<T><<<grid_for(ctx, total, kThreads), kThreads, 0, ctx.stream>>>(
+        static_cast<T*>(dst), static_cast<const T*>(src), uint32_t(rows), uint32_t(cols), uint32_t(total));
+    PF_HIP_CHECK_LAUNCH();
+    return;
+  }
+  constexpr int P = sizeof(T) == 2 ? 2 : 1;
+  constexpr int64_t kT = kTile * P;
+  const bool pairs = rows % 2 == 0 && cols % 2 == 0 && (reinterpret_cast<uintptr_t>(src) % 4) == 0 &&
+                     (reinterpret_cast<uintptr_t>(dst) % 4) == 0;
+  const int64_t tiles = ((rows + kT - 1) / kT) * ((cols + kT - 1) / kT);
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles, 1 << 20)),
                   static_cast<unsigned>(std::min<int64_t>(batch, 65535)));
-  transpose_tiles<T><<<grid, dim3(kTile, kTileRows), 0, ctx.stream>>>(static_cast<T*>(dst),
-                                                                       static_cast<const T*>(src), batch, rows, cols);
+  transpose_tiles<T, P><<<grid, dim3(kTile, kTileRows), 0, ctx.stream>>>(
+      static_cast<T*>(dst), static_cast<const T*>(src), batch, rows, cols, pairs);
   PF_HIP_CHECK_LAUNCH();
 }
 

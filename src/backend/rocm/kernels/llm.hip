@@ -8,6 +8,7 @@
 #include <mutex>
 #include <vector>
 
+#include "backend/reduce_shape.h"
 #include "backend/rocm/kernels/common.h"
 #include "backend/rocm/memory.h"
 
@@ -63,7 +64,8 @@ struct AttnParams {
   int64_t chunks, chunk_len;
   float* part_ml;   // (rows * chunks, 2): m, l; null with one chunk
   float* part_acc;  // (rows * chunks, Dv)
-  unsigned* done;   // per row: chunks finished (attention_decode merges in the last one); zeroed
+  unsigned* done;   // per row: chunks finished (attention_decode merges in the last one); zero
+                    // before the launch and after it
 };
 
 __device__ inline int64_t visible_keys(const AttnParams& p, int64_t i) {
@@ -214,7 +216,12 @@ __device__ void merge_if_last(T* out, const AttnParams& p, int64_t r) {
   __shared__ bool last;
   __threadfence();
   __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(p.done + r, 1u) == static_cast<unsigned>(p.chunks - 1);
+  // atomicInc wraps the last arrival's count back to 0: the counters are
+  // zero again for the next launch.
+  if (threadIdx.x == 0) {
+    const unsigned top = static_cast<unsigned>(p.chunks - 1);
+    last = atomicInc(p.done + r, top) == top;
+  }
   __syncthreads();
   if (!last) return;
   __threadfence();
@@ -252,14 +259,18 @@ __global__ void __launch_bounds__(kAttnThreads) attention_decode(const T* q, con
     }
     const T* kb = k + b * p.ks[0] + hk * p.ks[1] + d0;
     const T* vb = v + b * p.vs[0] + hk * p.vs[1] + d0;
-    // Scores: the chunk's keys are loaded first (kRounds per lane group, all
-    // in flight at once), then every lane runs every round (the group sum
-    // shuffles the wave).
-    Pack<T, V> pk[kRounds];
+    // The chunk's keys and values are loaded first (kRounds each per lane
+    // group, all in flight at once: the values do not wait for the scores),
+    // then every lane runs every round of scores (the group sum shuffles the
+    // wave).
+    Pack<T, V> pk[kRounds], pv[kRounds];
 #pragma unroll
     for (int u = 0; u < kRounds; ++u) {
       const int64_t t = int64_t(u) * G + g;
-      if (t < n && lane_on) pk[u] = *reinterpret_cast<const Pack<T, V>*>(kb + (j0 + t) * p.ks[2]);
+      if (t < n && lane_on) {
+        pk[u] = *reinterpret_cast<const Pack<T, V>*>(kb + (j0 + t) * p.ks[2]);
+        pv[u] = *reinterpret_cast<const Pack<T, V>*>(vb + (j0 + t) * p.vs[2]);
+      }
     }
 #pragma unroll
     for (int u = 0; u < kRounds; ++u) {
@@ -293,12 +304,6 @@ __global__ void __launch_bounds__(kAttnThreads) attention_decode(const T* q, con
 #pragma unroll
     for (int e = 0; e < V; ++e) acc[e] = 0.0f;
     if (lane_on) {
-      Pack<T, V> pv[kRounds];
-#pragma unroll
-      for (int u = 0; u < kRounds; ++u) {
-        const int64_t t = int64_t(u) * G + g;
-        if (t < n) pv[u] = *reinterpret_cast<const Pack<T, V>*>(vb + (j0 + t) * p.vs[2]);
-      }
 #pragma unroll
       for (int u = 0; u < kRounds; ++u) {
         const int64_t t = int64_t(u) * G + g;
@@ -510,9 +515,15 @@ void Attention::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   std::shared_ptr<Buffer> part_ml, part_acc;
   std::shared_ptr<Buffer> done;
   if (chunks > 1 && lpk) {
-    done = temp_buffer(ctx, size_t(rows) * sizeof(unsigned));
-    PF_HIP_CHECK(hipMemsetAsync(done->ptr, 0, size_t(rows) * sizeof(unsigned), ctx.stream));
-    p.done = static_cast<unsigned*>(done->ptr);
+    // The context's arrival counters (zero between kernels), else zeroed
+    // counters of this launch's own.
+    if (rows <= backend::kMaxSplitRows) {
+      p.done = ctx.row_counters;
+    } else {
+      done = temp_buffer(ctx, size_t(rows) * sizeof(unsigned));
+      PF_HIP_CHECK(hipMemsetAsync(done->ptr, 0, size_t(rows) * sizeof(unsigned), ctx.stream));
+      p.done = static_cast<unsigned*>(done->ptr);
+    }
   }
   if (chunks > 1) {
     part_ml = temp_buffer(ctx, size_t(rows * chunks) * 2 * sizeof(float));
