@@ -4,13 +4,13 @@
 // windows, divisor_override), for every max pooling (a -inf identity and NaN
 // propagation, which the libraries lack) and for adaptive pooling. 1 to 3
 // spatial axes through one 3-d indexing (missing leading axes of size 1).
-// Max pooling with a 2-wide stride-2 or 3-wide stride-2 window along x (any
-// window height, stride and padding along y, no x dilation, a depth window
-// of one plane) and int32-sized tensors runs the row kernel: V consecutive
-// outputs of one row per thread from one register copy of their input
-// columns (16-byte loads where the columns are aligned), 32-bit indices
-// with multiply-shift division; the same comparisons in the same order as
-// the generic kernel, so its results are bit-identical.
+// Max pooling with a 2- or 3-wide stride-2 window along x (any window
+// height, stride, dilation and padding along y, padding along x, no x
+// dilation, a depth window of one plane) and int32-sized tensors runs the
+// row kernel: V consecutive outputs of one row per thread from one register
+// copy of their input columns (loads up to 16 bytes wide, as the columns'
+// alignment allows), 32-bit indices with multiply-shift division; the same
+// comparisons in the same order as the generic kernel, so bit-identical.
 // Input gradients: average pooling through the library where the forward
 // pass used it, gather kernels for the rest (max pooling always, so that
 // ties follow PyTorch's first-maximum rule).
@@ -121,21 +121,41 @@ __device__ inline bool aligned_to(const T* p, int elems) {
   return reinterpret_cast<uintptr_t>(p) % (elems * sizeof(T)) == 0;
 }
 
+// L consecutive elements from p, in the widest packs of P, P/2, ... elements
+// that p's alignment allows.
+template <typename T, int L, int P>
+__device__ inline void load_packed(const T* p, acc_float_t<T> (&seg)[L]) {
+  if constexpr (P > 1) {
+    if (!aligned_to(p, P)) return load_packed<T, L, P / 2>(p, seg);
+  }
+#pragma unroll
+  for (int k = 0; k < L; k += P) {
+    const Pack<T, P> v = *reinterpret_cast<const Pack<T, P>*>(p + k);
+#pragma unroll
+    for (int j = 0; j < P; ++j) seg[k + j] = static_cast<acc_float_t<T>>(v.v[j]);
+  }
+}
+
+template <typename T, int V, int P>
+__device__ inline void store_packed(T* p, const acc_float_t<T> (&m)[V]) {
+  if constexpr (P > 1) {
+    if (!aligned_to(p, P)) return store_packed<T, V, P / 2>(p, m);
+  }
+#pragma unroll
+  for (int k = 0; k < V; k += P) {
+    Pack<T, P> v;
+#pragma unroll
+    for (int j = 0; j < P; ++j) v.v[j] = T(m[k + j]);
+    *reinterpret_cast<Pack<T, P>*>(p + k) = v;
+  }
+}
+
 // Input columns [x0, x0 + L) of one row; -inf outside [0, w), which leaves a
 // maximum unchanged exactly as skipping the tap does.
 template <typename T, int L>
 __device__ inline void load_cols(const T* row, int32_t x0, int32_t w, acc_float_t<T> (&seg)[L]) {
   using A = acc_float_t<T>;
-  constexpr int P = pack_len<T, L>();
-  if (P > 1 && x0 >= 0 && x0 + L <= w && aligned_to(row + x0, P)) {
-#pragma unroll
-    for (int k = 0; k < L; k += P) {
-      const Pack<T, P> p = *reinterpret_cast<const Pack<T, P>*>(row + x0 + k);
-#pragma unroll
-      for (int j = 0; j < P; ++j) seg[k + j] = static_cast<A>(p.v[j]);
-    }
-    return;
-  }
+  if (x0 >= 0 && x0 + L <= w) return load_packed<T, L, pack_len<T, L>()>(row + x0, seg);
 #pragma unroll
   for (int j = 0; j < L; ++j) {
     const int32_t ix = x0 + j;
@@ -146,25 +166,38 @@ __device__ inline void load_cols(const T* row, int32_t x0, int32_t w, acc_float_
 // Outputs [ox0, ox0 + V) of one row, those below w.
 template <typename T, int V>
 __device__ inline void store_cols(T* row, int32_t ox0, int32_t w, const acc_float_t<T> (&m)[V]) {
-  constexpr int P = pack_len<T, V>();
-  if (P > 1 && ox0 + V <= w && aligned_to(row + ox0, P)) {
-#pragma unroll
-    for (int k = 0; k < V; k += P) {
-      Pack<T, P> p;
-#pragma unroll
-      for (int j = 0; j < P; ++j) p.v[j] = T(m[k + j]);
-      *reinterpret_cast<Pack<T, P>*>(row + ox0 + k) = p;
-    }
-    return;
-  }
+  if (ox0 + V <= w) return store_packed<T, V, pack_len<T, V>()>(row + ox0, m);
 #pragma unroll
   for (int j = 0; j < V; ++j) {
     if (ox0 + j < w) row[ox0 + j] = T(m[j]);
   }
 }
 
+// Window row iy's columns, or -inf (no taps) where iy is outside the input.
+template <typename T, int L>
+__device__ inline void load_row(const T* xp, int32_t iy, const RowGeom& g, int32_t x0, acc_float_t<T> (&seg)[L]) {
+  if (iy >= 0 && iy < g.in_h) return load_cols<T, L>(xp + iy * g.in_w, x0, g.in_w, seg);
+#pragma unroll
+  for (int j = 0; j < L; ++j) seg[j] = -INFINITY;
+}
+
+// One window row's taps into the V maxima, left to right.
+template <int KW, int SX, int V, int L, typename A>
+__device__ inline void take_max(A (&m)[V], const A (&seg)[L]) {
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+#pragma unroll
+    for (int c = 0; c < KW; ++c) {
+      const A v = seg[j * SX + c];
+      if (v > m[j] || v != v) m[j] = v;
+    }
+  }
+}
+
 // One thread per V consecutive outputs of an output row; per output the taps
-// run row by row, left to right, as in max_pool_kernel.
+// run row by row, left to right, as in max_pool_kernel. Window rows go two
+// at a time, both loaded before either is compared so that their loads are
+// in flight together (a second row past the window is -inf: no taps).
 template <typename T, int KW, int SX, int V>
 __global__ void max_pool_rows(const T* __restrict__ x, T* __restrict__ y, RowGeom g, uint32_t total) {
   using A = acc_float_t<T>;
@@ -178,28 +211,21 @@ __global__ void max_pool_rows(const T* __restrict__ x, T* __restrict__ y, RowGeo
     A m[V];
 #pragma unroll
     for (int j = 0; j < V; ++j) m[j] = -INFINITY;
-    for (int32_t b = 0; b < g.kh; ++b) {
-      const int32_t iy = y0 + b * g.dy;
-      if (iy < 0 || iy >= g.in_h) continue;
-      A seg[L];
-      load_cols<T, L>(xp + iy * g.in_w, x0, g.in_w, seg);
-#pragma unroll
-      for (int j = 0; j < V; ++j) {
-#pragma unroll
-        for (int c = 0; c < KW; ++c) {
-          const A v = seg[j * SX + c];
-          if (v > m[j] || v != v) m[j] = v;
-        }
-      }
+    for (int32_t b = 0; b < g.kh; b += 2) {
+      A s0[L], s1[L];
+      load_row<T, L>(xp, y0 + b * g.dy, g, x0, s0);
+      load_row<T, L>(xp, b + 1 < g.kh ? y0 + (b + 1) * g.dy : -1, g, x0, s1);
+      take_max<KW, SX>(m, s0);
+      take_max<KW, SX>(m, s1);
     }
     store_cols<T, V>(y + row * static_cast<uint32_t>(g.out_w), ox0, g.out_w, m);
   }
 }
 
-// Outputs per thread: 32 bytes of input columns per window row for 2x2 s2.
+// Outputs per thread: 2x2 s2 windows read 16 or 32 bytes per window row.
 template <typename T, int KW>
 constexpr int outputs_per_thread() {
-  return KW == 2 ? std::max<int>(1, 16 / static_cast<int>(sizeof(T))) : 4;
+  return KW == 2 && sizeof(T) == 8 ? 2 : 4;
 }
 
 constexpr int64_t kI32 = int64_t(1) << 31;
