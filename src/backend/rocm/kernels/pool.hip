@@ -104,8 +104,8 @@ __device__ inline uint32_t div_of(uint32_t x, const FastDiv& f) { return (__umul
 // arguments of the kernel.
 struct RowGeom {
   int32_t in_h, in_w, out_w, kh, sy, py, dy, px;
-  FastDiv chunks;    // threads per output row (V outputs each)
-  FastDiv out_h;     // output rows per plane
+  FastDiv chunks;  // threads per output row (V outputs each)
+  FastDiv out_h;   // output rows per plane
 };
 
 // Elements per vector access of n consecutive T: at most 16 bytes, dividing n.
@@ -222,7 +222,8 @@ __global__ void max_pool_rows(const T* __restrict__ x, T* __restrict__ y, RowGeo
   }
 }
 
-// Outputs per thread: 2x2 s2 windows read 16 or 32 bytes per window row.
+// Outputs per thread: four (two of float64 with 2-wide windows), so that a
+// 2-wide window row is one or two 16-byte loads.
 template <typename T, int KW>
 constexpr int outputs_per_thread() {
   return KW == 2 && sizeof(T) == 8 ? 2 : 4;
@@ -242,9 +243,8 @@ std::optional<RowGeom> row_geom(const PoolGeom& g, int64_t in_size, int64_t out_
     return std::nullopt;
   }
   auto i32 = [](int64_t n) { return static_cast<int32_t>(n); };
-  return RowGeom{i32(g.in[1]), i32(g.in[2]),   i32(g.out[2]),   i32(g.k[1]),
-                 i32(g.s[1]),  i32(g.p[1]),    i32(g.d[1]),     i32(g.p[2]),
-                 fast_div(static_cast<uint32_t>(chunks)), fast_div(static_cast<uint32_t>(g.out[1]))};
+  return RowGeom{i32(g.in[1]), i32(g.in[2]), i32(g.out[2]), i32(g.k[1]), i32(g.s[1]), i32(g.p[1]), i32(g.d[1]),
+                 i32(g.p[2]), fast_div(static_cast<uint32_t>(chunks)), fast_div(static_cast<uint32_t>(g.out[1]))};
 }
 
 template <typename T, int KW, int SX>
