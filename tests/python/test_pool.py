@@ -1,6 +1,8 @@
 """max_pool1d/2d/3d, avg_pool1d/2d/3d, adaptive_avg_pool1d/2d/3d and
 adaptive_max_pool1d/2d/3d against
 torch.nn.functional (float64 on the CPU, from the same values)."""
+import itertools
+
 import numpy as np
 import pytest
 
@@ -203,3 +205,131 @@ def test_pool_bad_inputs(device):
             ".*floating")
     # still usable
     _check("max_pool2d", random_array((1, 2, 5, 5), "float32"), 2, device=device)
+
+
+# ---- max pooling's row kernel on the GPU (2- or 3-wide stride-2 x windows):
+# results bit for bit against a NumPy model of the kernels' rule (taps in
+# row-major window order from -inf, `v > m or v != v`: the window's last NaN
+# wins, so NaN signs show the order), and GPU against CPU.
+
+def _pool_out(n, k, s, p, d, ceil_mode):
+    num = n + 2 * p - d * (k - 1) - 1
+    o = (-(-num // s) if ceil_mode else num // s) + 1
+    return o - 1 if ceil_mode and (o - 1) * s >= n + p else o
+
+
+def _max_pool_model(x, k, s, p, d, ceil_mode):
+    nsp = len(k)
+    sp = x.shape[x.ndim - nsp:]
+    outs = [_pool_out(sp[i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(nsp)]
+    m = np.full(x.shape[:x.ndim - nsp] + tuple(outs), -np.inf, x.dtype)
+    for taps in itertools.product(*[range(kk) for kk in k]):
+        v, valid = x, np.ones(outs, bool)
+        for i, t in enumerate(taps):
+            idx = np.arange(outs[i]) * s[i] - p[i] + t * d[i]
+            v = np.take(v, np.clip(idx, 0, sp[i] - 1), axis=x.ndim - nsp + i)
+            valid &= ((idx >= 0) & (idx < sp[i])).reshape([-1 if j == i else 1 for j in range(nsp)])
+        v = np.where(valid, v, -np.inf).astype(x.dtype)
+        with np.errstate(invalid="ignore"):
+            m = np.where((v > m) | np.isnan(v), v, m)
+    return m
+
+
+def _bits(a):
+    a = np.ascontiguousarray(a)
+    return a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.itemsize])
+
+
+def _specials(x, seed=0):
+    """NaNs of both signs (some windows get several), infinities, a -inf plane."""
+    r = np.random.default_rng(seed)
+    flat = x.reshape(-1)
+    n = flat.size
+    flat[r.choice(n, max(1, n // 40), replace=False)] = np.nan
+    flat[r.choice(n, max(1, n // 40), replace=False)] = -np.nan
+    flat[r.choice(n, max(1, n // 50), replace=False)] = np.inf
+    flat[r.choice(n, max(1, n // 50), replace=False)] = -np.inf
+    x.reshape((-1,) + x.shape[-2:])[0] = -np.inf
+    return x
+
+
+def _check_model(fn, t, k, s, p, d, ceil_mode, device):
+    got = getattr(pf, fn)(t, k, s, p, d, ceil_mode)
+    want = _max_pool_model(t.numpy(), k, s, p, d, ceil_mode)
+    assert got.device.split(":")[0] == device.split(":")[0]
+    assert tuple(got.shape) == want.shape
+    np.testing.assert_array_equal(_bits(got.numpy()), _bits(want))
+    if device != "cpu":
+        cpu = getattr(pf, fn)(t.to("cpu"), k, s, p, d, ceil_mode)
+        np.testing.assert_array_equal(_bits(got.numpy()), _bits(cpu.numpy()))
+
+
+# (shape, kernel, stride, padding, dilation, ceil_mode): odd widths, tails,
+# ceil_mode windows past the end, 3x3 s2 p1, window heights and y dilation
+# the row kernel takes, and (last) an x dilation it leaves to the generic one.
+ROW_CASES = [
+    ((2, 3, 8, 56), (2, 2), (2, 2), (0, 0), (1, 1), False),
+    ((3, 5, 8, 57), (2, 2), (2, 2), (0, 0), (1, 1), False),
+    ((3, 5, 9, 57), (2, 2), (2, 2), (0, 0), (1, 1), True),
+    ((2, 3, 6, 7), (2, 2), (2, 2), (0, 0), (1, 1), False),
+    ((2, 3, 7, 7), (2, 2), (2, 2), (1, 1), (1, 1), True),
+    ((2, 4, 9, 16), (3, 3), (2, 2), (1, 1), (1, 1), False),
+    ((2, 3, 11, 57), (3, 3), (2, 2), (1, 1), (1, 1), True),
+    ((2, 3, 12, 33), (3, 3), (2, 2), (0, 0), (1, 1), True),
+    ((1, 2, 7, 64), (3, 2), (1, 2), (1, 0), (1, 1), False),
+    ((1, 2, 10, 40), (2, 3), (3, 2), (1, 1), (2, 1), False),
+    ((1, 2, 10, 40), (2, 2), (2, 2), (0, 1), (1, 2), False),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+@pytest.mark.parametrize("shape,k,s,p,d,ceil_mode", ROW_CASES)
+def test_max_pool_row_kernel(device, dtype, shape, k, s, p, d, ceil_mode):
+    x = _specials(random_array(shape, dtype))
+    _check_model("max_pool2d", make_tensor(x, dtype), k, s, p, d, ceil_mode, device)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_max_pool_row_kernel_views(device, dtype):
+    x = _specials(random_array((2, 3, 10, 58), dtype), 1)
+    t = make_tensor(x, dtype)
+    # Odd widths from a sliced view (made contiguous), and a row-major view
+    # one element into its buffer: no row is 16-byte aligned.
+    for v in (t[..., 1:], t[..., 3:], t[:, 1:, 2:]):
+        _check_model("max_pool2d", v, (2, 2), (2, 2), (0, 0), (1, 1), False, device)
+        _check_model("max_pool2d", v, (3, 3), (2, 2), (1, 1), (1, 1), True, device)
+    flat = make_tensor(x.reshape(-1), dtype)
+    for off in (1, 2, 3):
+        v = flat[off:off + 2 * 3 * 10 * 56].reshape(2, 3, 10, 56)
+        assert v._layout[1] == off
+        _check_model("max_pool2d", v, (2, 2), (2, 2), (0, 0), (1, 1), False, device)
+    xs = torch.from_numpy(np.asarray(x[..., 1:], np.float64))
+    assert_close(pf.max_pool2d(t[..., 1:], 2), F.max_pool2d(xs, 2).numpy(), dtype, 0, 0, device=device)
+
+
+def test_max_pool_row_kernel_1d_3d(device):
+    x = _specials(random_array((3, 4, 6, 5, 37), "float32"), 2)
+    t = make_tensor(x)
+    _check_model("max_pool1d", t[0, 0], (2,), (2,), (0,), (1,), False, device)
+    _check_model("max_pool1d", t[0, 0], (3,), (2,), (1,), (1,), True, device)
+    _check_model("max_pool3d", t, (1, 2, 2), (1, 2, 2), (0, 0, 0), (1, 1, 1), False, device)
+    _check_model("max_pool3d", t, (1, 3, 3), (1, 2, 2), (0, 1, 1), (1, 1, 1), True, device)
+    _check_model("max_pool3d", t, (2, 2, 2), (2, 2, 2), (0, 0, 0), (1, 1, 1), False, device)
+
+
+def test_max_pool_row_kernel_all_neg_inf(device):
+    t = pf.full((2, 3, 6, 9), float("-inf"))
+    for args in ((2,), (3, 2, 1), (3, 2, 1, 1, True)):
+        got = pf.max_pool2d(t, *args).numpy()
+        assert np.all(np.isneginf(got)), got
+
+
+def test_max_pool_row_kernel_many_planes(gpu_device):
+    # More (plane, row) chunks than one grid covers (a grid-stride pass), N*C
+    # in the hundreds; GPU only (34 MB; the CPU path is the one above).
+    device = gpu_device
+    x = random_array((8, 64, 128, 130), "float32")
+    x[3, 7, 5, 9] = np.nan
+    x[7, 63, 127, 129] = np.nan
+    _check_model("max_pool2d", make_tensor(x), (2, 2), (2, 2), (0, 0), (1, 1), False, device)
+    _check_model("max_pool2d", make_tensor(x[:, :8]), (3, 3), (2, 2), (1, 1), (1, 1), False, device)

@@ -4,10 +4,18 @@
 // windows, divisor_override), for every max pooling (a -inf identity and NaN
 // propagation, which the libraries lack) and for adaptive pooling. 1 to 3
 // spatial axes through one 3-d indexing (missing leading axes of size 1).
+// Max pooling with a 2- or 3-wide stride-2 window along x (any window
+// height, stride, dilation and padding along y, padding along x, no x
+// dilation, a depth window of one plane) and int32-sized tensors runs the
+// row kernel: V consecutive outputs of one row per thread from one register
+// copy of their input columns (loads up to 16 bytes wide, as the columns'
+// alignment allows), 32-bit indices with multiply-shift division; the same
+// comparisons in the same order as the generic kernel, so bit-identical.
 // Input gradients: average pooling through the library where the forward
 // pass used it, gather kernels for the rest (max pooling always, so that
 // ties follow PyTorch's first-maximum rule).
 #include <algorithm>
+#include <optional>
 
 #include "backend/rocm/dnn.h"
 #include "backend/rocm/kernels/common.h"
@@ -73,6 +81,190 @@ __global__ void max_pool_kernel(const T* x, T* y, PoolGeom g, int64_t total) {
     }
     y[i] = T(m);
   }
+}
+
+// ---- the row kernel of max pooling (see the top comment).
+
+// x / d for x < 2^31 without a division instruction (Granlund-Montgomery, as
+// PyTorch's IntDivider): q = (umulhi(x, m) + x) >> s, exact for d in [1, 2^31].
+struct FastDiv {
+  uint32_t d, m, s;
+};
+
+FastDiv fast_div(uint32_t d) {
+  uint32_t s = 0;
+  while ((uint64_t(1) << s) < d) ++s;
+  const uint64_t m = (uint64_t(1) << 32) * ((uint64_t(1) << s) - d) / d + 1;
+  return {d, static_cast<uint32_t>(m), s};
+}
+
+__device__ inline uint32_t div_of(uint32_t x, const FastDiv& f) { return (__umulhi(x, f.m) + x) >> f.s; }
+
+// Planes fold N, C and the depth; the x window and stride are template
+// arguments of the kernel.
+struct RowGeom {
+  int32_t in_h, in_w, out_w, kh, sy, py, dy, px;
+  FastDiv chunks;  // threads per output row (V outputs each)
+  FastDiv out_h;   // output rows per plane
+};
+
+// Elements per vector access of n consecutive T: at most 16 bytes, dividing n.
+template <typename T, int n>
+constexpr int pack_len() {
+  int p = 16 / static_cast<int>(sizeof(T));
+  while (p > 1 && n % p) p /= 2;
+  return p;
+}
+
+template <typename T>
+__device__ inline bool aligned_to(const T* p, int elems) {
+  return reinterpret_cast<uintptr_t>(p) % (elems * sizeof(T)) == 0;
+}
+
+// L consecutive elements from p, in the widest packs of P, P/2, ... elements
+// that p's alignment allows.
+template <typename T, int L, int P>
+__device__ inline void load_packed(const T* p, acc_float_t<T> (&seg)[L]) {
+  if constexpr (P > 1) {
+    if (!aligned_to(p, P)) return load_packed<T, L, P / 2>(p, seg);
+  }
+#pragma unroll
+  for (int k = 0; k < L; k += P) {
+    const Pack<T, P> v = *reinterpret_cast<const Pack<T, P>*>(p + k);
+#pragma unroll
+    for (int j = 0; j < P; ++j) seg[k + j] = static_cast<acc_float_t<T>>(v.v[j]);
+  }
+}
+
+template <typename T, int V, int P>
+__device__ inline void store_packed(T* p, const acc_float_t<T> (&m)[V]) {
+  if constexpr (P > 1) {
+    if (!aligned_to(p, P)) return store_packed<T, V, P / 2>(p, m);
+  }
+#pragma unroll
+  for (int k = 0; k < V; k += P) {
+    Pack<T, P> v;
+#pragma unroll
+    for (int j = 0; j < P; ++j) v.v[j] = T(m[k + j]);
+    *reinterpret_cast<Pack<T, P>*>(p + k) = v;
+  }
+}
+
+// Input columns [x0, x0 + L) of one row; -inf outside [0, w), which leaves a
+// maximum unchanged exactly as skipping the tap does.
+template <typename T, int L>
+__device__ inline void load_cols(const T* row, int32_t x0, int32_t w, acc_float_t<T> (&seg)[L]) {
+  using A = acc_float_t<T>;
+  if (x0 >= 0 && x0 + L <= w) return load_packed<T, L, pack_len<T, L>()>(row + x0, seg);
+#pragma unroll
+  for (int j = 0; j < L; ++j) {
+    const int32_t ix = x0 + j;
+    seg[j] = ix >= 0 && ix < w ? static_cast<A>(row[ix]) : A(-INFINITY);
+  }
+}
+
+// Outputs [ox0, ox0 + V) of one row, those below w.
+template <typename T, int V>
+__device__ inline void store_cols(T* row, int32_t ox0, int32_t w, const acc_float_t<T> (&m)[V]) {
+  if (ox0 + V <= w) return store_packed<T, V, pack_len<T, V>()>(row + ox0, m);
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    if (ox0 + j < w) row[ox0 + j] = T(m[j]);
+  }
+}
+
+// Window row iy's columns, or -inf (no taps) where iy is outside the input.
+template <typename T, int L>
+__device__ inline void load_row(const T* xp, int32_t iy, const RowGeom& g, int32_t x0, acc_float_t<T> (&seg)[L]) {
+  if (iy >= 0 && iy < g.in_h) return load_cols<T, L>(xp + iy * g.in_w, x0, g.in_w, seg);
+#pragma unroll
+  for (int j = 0; j < L; ++j) seg[j] = -INFINITY;
+}
+
+// One window row's taps into the V maxima, left to right.
+template <int KW, int SX, int V, int L, typename A>
+__device__ inline void take_max(A (&m)[V], const A (&seg)[L]) {
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+#pragma unroll
+    for (int c = 0; c < KW; ++c) {
+      const A v = seg[j * SX + c];
+      if (v > m[j] || v != v) m[j] = v;
+    }
+  }
+}
+
+// One thread per V consecutive outputs of an output row; per output the taps
+// run row by row, left to right, as in max_pool_kernel. Window rows go two
+// at a time, both loaded before either is compared so that their loads are
+// in flight together (a second row past the window is -inf: no taps).
+template <typename T, int KW, int SX, int V>
+__global__ void max_pool_rows(const T* __restrict__ x, T* __restrict__ y, RowGeom g, uint32_t total) {
+  using A = acc_float_t<T>;
+  constexpr int L = (V - 1) * SX + KW;  // input columns of V windows
+  for (uint32_t t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
+    const uint32_t row = div_of(t, g.chunks);  // plane * out_h + oy
+    const int32_t ox0 = static_cast<int32_t>(t - row * g.chunks.d) * V;
+    const uint32_t plane = div_of(row, g.out_h);
+    const int32_t y0 = static_cast<int32_t>(row - plane * g.out_h.d) * g.sy - g.py, x0 = ox0 * SX - g.px;
+    const T* xp = x + plane * static_cast<uint32_t>(g.in_h * g.in_w);
+    A m[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) m[j] = -INFINITY;
+    for (int32_t b = 0; b < g.kh; b += 2) {
+      A s0[L], s1[L];
+      load_row<T, L>(xp, y0 + b * g.dy, g, x0, s0);
+      load_row<T, L>(xp, b + 1 < g.kh ? y0 + (b + 1) * g.dy : -1, g, x0, s1);
+      take_max<KW, SX>(m, s0);
+      take_max<KW, SX>(m, s1);
+    }
+    store_cols<T, V>(y + row * static_cast<uint32_t>(g.out_w), ox0, g.out_w, m);
+  }
+}
+
+// Outputs per thread: four (two of float64 with 2-wide windows), so that a
+// 2-wide window row is one or two 16-byte loads.
+template <typename T, int KW>
+constexpr int outputs_per_thread() {
+  return KW == 2 && sizeof(T) == 8 ? 2 : 4;
+}
+
+constexpr int64_t kI32 = int64_t(1) << 31;
+
+// The row geometry, or nothing where the row kernel does not apply: a depth
+// window other than one plane, x dilation, or indices beyond int32 (every
+// window position is bounded by the padded input, which must fit).
+std::optional<RowGeom> row_geom(const PoolGeom& g, int64_t in_size, int64_t out_size, int v) {
+  if (g.k[0] != 1 || g.s[0] != 1 || g.p[0] != 0 || g.d[2] != 1) return std::nullopt;
+  const int64_t chunks = (g.out[2] + v - 1) / v, rows = out_size / g.out[2];
+  const int64_t reach_y = g.out[1] * g.s[1] + g.k[1] * g.d[1] + g.in[1] + g.p[1];
+  const int64_t reach_x = (chunks * v + 1) * g.s[2] + g.k[2] + g.in[2] + g.p[2];
+  if (in_size >= kI32 || out_size >= kI32 || rows * chunks >= kI32 || reach_y >= kI32 || reach_x >= kI32) {
+    return std::nullopt;
+  }
+  auto i32 = [](int64_t n) { return static_cast<int32_t>(n); };
+  return RowGeom{i32(g.in[1]), i32(g.in[2]), i32(g.out[2]), i32(g.k[1]), i32(g.s[1]), i32(g.p[1]), i32(g.d[1]),
+                 i32(g.p[2]), fast_div(static_cast<uint32_t>(chunks)), fast_div(static_cast<uint32_t>(g.out[1]))};
+}
+
+template <typename T, int KW, int SX>
+bool launch_rows(DeviceContext& ctx, const T* x, T* y, const PoolGeom& g, int64_t in_size, int64_t out_size) {
+  constexpr int V = outputs_per_thread<T, KW>();
+  const std::optional<RowGeom> r = row_geom(g, in_size, out_size, V);
+  if (!r) return false;
+  const uint32_t total = static_cast<uint32_t>(out_size / g.out[2] * r->chunks.d);
+  max_pool_rows<T, KW, SX, V><<<grid_for(ctx, total, kThreads), kThreads, 0, ctx.stream>>>(x, y, *r, total);
+  PF_HIP_CHECK_LAUNCH();
+  return true;
+}
+
+// The row kernel where it applies (2- or 3-wide stride-2 x windows); false
+// leaves the pooling to max_pool_kernel.
+template <typename T>
+bool max_pool_fast(DeviceContext& ctx, const T* x, T* y, const PoolGeom& g, int64_t in_size, int64_t out_size) {
+  if (g.s[2] != 2 || (g.k[2] != 2 && g.k[2] != 3)) return false;
+  return g.k[2] == 2 ? launch_rows<T, 2, 2>(ctx, x, y, g, in_size, out_size)
+                     : launch_rows<T, 3, 2>(ctx, x, y, g, in_size, out_size);
 }
 
 // PyTorch's divisor: the window clipped to the padded input (or, without
@@ -364,6 +556,7 @@ void Pool::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
     using T = decltype(tag);
     const unsigned grid = grid_for(ctx, out.size(), kThreads);
     if (kind == PoolKind::Max) {
+      if (max_pool_fast<T>(ctx, x.data<T>(), out.data<T>(), geo, x.size(), out.size())) return;
       max_pool_kernel<T><<<grid, kThreads, 0, ctx.stream>>>(x.data<T>(), out.data<T>(), geo, out.size());
     } else {
       avg_pool_kernel<T><<<grid, kThreads, 0, ctx.stream>>>(x.data<T>(), out.data<T>(), geo, out.size());
