@@ -258,10 +258,21 @@ def _check_model(fn, t, k, s, p, d, ceil_mode, device):
     want = _max_pool_model(t.numpy(), k, s, p, d, ceil_mode)
     assert got.device.split(":")[0] == device.split(":")[0]
     assert tuple(got.shape) == want.shape
-    np.testing.assert_array_equal(_bits(got.numpy()), _bits(want))
+    _same_bits(got.numpy(), want, device)
     if device != "cpu":
         cpu = getattr(pf, fn)(t.to("cpu"), k, s, p, d, ceil_mode)
-        np.testing.assert_array_equal(_bits(got.numpy()), _bits(cpu.numpy()))
+        _same_bits(got.numpy(), cpu.numpy(), device)
+
+
+def _same_bits(got, want, device):
+    """Bit for bit, except that NVIDIA's float -> float16 conversion gives
+    every NaN one canonical pattern (the order is then seen in float32,
+    bfloat16 and float64): there a NaN need only be a NaN."""
+    if got.dtype == np.float16 and device != "cpu":
+        nan = np.isnan(want)
+        np.testing.assert_array_equal(np.isnan(got), nan)
+        got, want = np.where(nan, 0, got).astype(got.dtype), np.where(nan, 0, want).astype(want.dtype)
+    np.testing.assert_array_equal(_bits(got), _bits(want))
 
 
 # (shape, kernel, stride, padding, dilation, ceil_mode): odd widths, tails,
