@@ -186,9 +186,11 @@ void eval_region(const FusedRegion& r) {
     throw;
   }
   for (size_t k = 0; k + 1 < r.outputs.size(); ++k) {
-    if (runtime::trace_keeps(r.outputs[k])) continue;  // the replay program reads how it was made
-    r.outputs[k]->inputs.clear();
-    r.outputs[k]->prim.reset();
+    Node* o = r.outputs[k];
+    if (runtime::trace_keeps(o)) continue;  // the replay program reads how it was made
+    if (o->requires_grad && !o->grad_leaf) continue;  // backward reads its inputs, as after eval_node
+    o->inputs.clear();
+    o->prim.reset();
   }
 }
 

@@ -176,6 +176,12 @@ struct Plan {
   std::vector<Desc> parts;
   Desc plan;
   int64_t workspace = 0;
+  // The variant pack of the latest run and the addresses it names (x, w, y,
+  // workspace): a caching allocator hands a loop the same addresses call
+  // after call, and building and finalizing a pack costs host time each run.
+  // Guarded like the plan's handle (its lock, or a bundle's one thread).
+  Desc pack;
+  const void* pack_ptrs[4] = {};
 };
 
 // Whether an engine configuration's numerics match the legacy path's:
@@ -310,19 +316,25 @@ PlanCache& plan_cache() {
   return *cache;
 }
 
-void execute(DnnHandle& H, DeviceContext& ctx, ConvDir dir, const Plan& P, void* x, void* w, void* y) {
+void execute(DnnHandle& H, DeviceContext& ctx, ConvDir dir, Plan& P, void* x, void* w, void* y) {
   auto buf = run_workspace(ctx, static_cast<size_t>(P.workspace));
   const int64_t uids[3] = {kUidX, kUidW, kUidY};
   void* ptrs[3] = {x, w, y};
   void* ws = ptr_of(buf);
   const char* fn = fn_name(dir);
   try {
-    Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-    PF_GRAPH_SET(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
-    PF_GRAPH_SET(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs);
-    PF_GRAPH_SET(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
-    finalize(pack, "cudnnBackendFinalize(variant pack)");
-    check(cudnnBackendExecute(H.h, P.plan.get(), pack.get()), "cudnnBackendExecute");
+    const void* now[4] = {x, w, y, ws};
+    if (!P.pack.get() || !std::equal(now, now + 4, P.pack_ptrs)) {
+      P.pack = Desc();  // a pack that fails to build is not kept
+      Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+      PF_GRAPH_SET(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
+      PF_GRAPH_SET(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs);
+      PF_GRAPH_SET(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
+      finalize(pack, "cudnnBackendFinalize(variant pack)");
+      P.pack = std::move(pack);
+      std::copy(now, now + 4, P.pack_ptrs);
+    }
+    check(cudnnBackendExecute(H.h, P.plan.get(), P.pack.get()), "cudnnBackendExecute");
   } catch (const NoPlan& e) {
     throw RuntimeError(errmsg(fn, e.what()));  // a built plan that does not run is an error
   }

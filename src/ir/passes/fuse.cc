@@ -1,9 +1,13 @@
 // Grouping, in reverse topological order: each pending elementwise node not
 // yet taken starts a region as its output, then pulls in producers while they
-// qualify. A producer joins only when every reference to it comes from the
-// region's members (no user handle, no consumer outside, no view of it) and
-// no member keeps its inputs for backward (requires_grad): then its value is
-// never observed outside the region and need not be written.
+// qualify. A producer joins as an interior value only when every reference to
+// it comes from the region's members (no user handle, no consumer outside, no
+// view of it) and no member keeps its inputs for backward: then its value is
+// never observed outside the region and need not be written. A region whose
+// output records gradients (requires_grad) keeps every value: its members
+// join as stored outputs only, since each keeps its inputs for backward and
+// some backward rules read their own output. Its gain is the launches and
+// the reads between the members.
 #include "ir/passes/fuse.h"
 
 #include <algorithm>
@@ -221,11 +225,13 @@ struct Builder {
   // outside the evaluation (user handles, later graphs) read it afterwards.
   Join joins(const std::shared_ptr<Node>& p, const Node* root, const std::vector<Node*>& members) const {
     const int pp = pos_or(p.get());
-    if (pp < 0 || info[pp].taken || !info[pp].comp || p->requires_grad || p->shape != root->shape ||
-        p->device != root->device) {
+    // A member recording gradients only under an output that does too (a
+    // no_grad output over it would leave its stored value unwritten).
+    if (pp < 0 || info[pp].taken || !info[pp].comp || (p->requires_grad && !root->requires_grad) ||
+        p->shape != root->shape || p->device != root->device) {
       return Join::No;
     }
-    if (outside_refs(p, members) == 0) return Join::Interior;
+    if (!root->requires_grad && outside_refs(p, members) == 0) return Join::Interior;
     if (interior_only) return Join::No;
     const int root_at = pos_of(root);
     for (int k = pp ? cons_end[pp - 1] : 0; k < cons_end[pp]; ++k) {
@@ -271,7 +277,7 @@ struct Builder {
     std::vector<Node*>& members = members_;
     members.assign(1, root);
     stored.clear();
-    for (bool changed = !root->requires_grad; changed && int(members.size()) < kMaxOps;) {
+    for (bool changed = true; changed && int(members.size()) < kMaxOps;) {
       changed = false;
       for (size_t i = 0; i < members.size() && int(members.size()) < kMaxOps; ++i) {
         for (size_t k = 0; k < members[i]->inputs.size(); ++k) {
