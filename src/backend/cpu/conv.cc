@@ -19,8 +19,10 @@ namespace {
 using cpu::Geom3;
 
 // Column buffers are filled for a range of output (or input) positions at a
-// time, so that their size stays bounded.
-constexpr int64_t kMaxColumnFloats = int64_t(8) << 20;
+// time: 2 MiB of columns, which stay in the core's cache while the GEMM reads
+// them (a whole image's columns went through memory: 1.5-2x slower for a
+// 3x3 convolution of 64 channels at 56x56).
+constexpr int64_t kMaxColumnFloats = int64_t(1) << 19;
 
 Geom3 conv_geom3(const ConvGeometry& g, const Shape& in_shape, const Shape& w_shape, const Shape& out_shape) {
   Geom3 G;
@@ -34,6 +36,23 @@ Geom3 conv_geom3(const ConvGeometry& g, const Shape& in_shape, const Shape& w_sh
     G.d[off + d] = g.dilation[d];
   }
   return G;
+}
+
+// o[t] = row[i0 + t * s] for t < run, 0 where that index leaves [0, n): the
+// zeros of the padding filled around one copy (a plain memcpy at stride 1),
+// no test per element.
+void copy_row(const float* row, int64_t n, int64_t i0, int64_t s, int64_t run, float* o) {
+  // The first t with i0 + t * s >= 0, and the first with i0 + t * s >= n.
+  const int64_t lo = std::clamp<int64_t>(i0 >= 0 ? 0 : (-i0 + s - 1) / s, 0, run);
+  const int64_t hi = std::clamp<int64_t>(n - i0 <= 0 ? 0 : (n - i0 + s - 1) / s, lo, run);
+  std::fill(o, o + lo, 0.0f);
+  if (s == 1) {
+    std::memcpy(o + lo, row + i0 + lo, size_t(hi - lo) * sizeof(float));
+  } else {
+    const float* r = row + i0;
+    for (int64_t t = lo; t < hi; ++t) o[t] = r[t * s];
+  }
+  std::fill(o + hi, o + run, 0.0f);
 }
 
 // cols[r][j - o0] for rows r = (c, kz, ky, kx) and output positions j in
@@ -55,11 +74,7 @@ void im2col(const float* x, int64_t C, const Geom3& G, int64_t o0, int64_t o1, f
         if (iz < 0 || iz >= G.in[0] || iy < 0 || iy >= G.in[1]) {
           std::fill(o, o + run, 0.0f);
         } else {
-          const float* row = xc + (iz * G.in[1] + iy) * G.in[2];
-          for (int64_t t = 0; t < run; ++t) {
-            const int64_t ix = (ox0 + t) * G.s[2] - G.p[2] + kx * G.d[2];
-            o[t] = ix >= 0 && ix < G.in[2] ? row[ix] : 0.0f;
-          }
+          copy_row(xc + (iz * G.in[1] + iy) * G.in[2], G.in[2], ox0 * G.s[2] - G.p[2] + kx * G.d[2], G.s[2], run, o);
         }
         j += run;
       }
