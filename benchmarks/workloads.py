@@ -247,6 +247,17 @@ def _train_setup(F, p):
     return model, x, y, step
 
 
+def mlp_forward_module(F, p, dt):
+    """The same MLP as an nn.Sequential of Linear and ReLU, called as a user
+    calls it: the parameters require grad, so the forward records autograd."""
+    dims = MLP_DIMS
+    nn = F.nn
+    model = F.module(nn.Sequential(nn.Linear(dims[0], dims[1]), nn.ReLU(), nn.Linear(dims[1], dims[2]), nn.ReLU(),
+                                   nn.Linear(dims[2], dims[3])))
+    x = F.randn(p["batch"], dims[0])
+    return lambda: model(x)
+
+
 def train_step(F, p, dt):
     """MLP 784-256-128-10, forward + cross-entropy + backward + SGD."""
     model, x, y, step = _train_setup(F, p)
@@ -431,6 +442,10 @@ WORKLOADS = [
              lambda p: f"784-256-128-10 b{p['batch']}", flops=lambda p: mlp_flops(p["batch"]),
              targets={"gpu": time_at_most("≤ 0.05 ms", 0.05e-3),
                       "cpu": ratio_at_most("≤ PyTorch", 1.0)}),
+    Workload("mlp_forward_module", "mlp", mlp_forward_module,
+             tiers(dict(batch=32), dict(batch=32), dict(batch=32)),
+             lambda p: f"784-256-128-10 b{p['batch']}", flops=lambda p: mlp_flops(p["batch"]),
+             note="nn.Sequential, recording autograd"),
     Workload("mlp_forward_compiled", "mlp", mlp_forward_compiled,
              tiers(dict(batch=32), dict(batch=32), dict(batch=32)),
              lambda p: f"784-256-128-10 b{p['batch']}", flops=lambda p: mlp_flops(p["batch"]),
