@@ -32,6 +32,15 @@
 // type and channel count (runtime/settings.h), to measure one against the
 // other.
 //
+// On NVIDIA a row-major 16-bit problem first goes to cuDNN's graph API as it
+// is (library_layout_only): its engines convert NCHW to NHWC and back inside
+// the call, as PyTorch runs them, in less time than our transposes (a bf16
+// 3x3 convolution of 32x256x14x14: 29.4 us of kernels, PyTorch's exact
+// kernels, against 36.9 us with our transposes, H100). Only where it builds
+// no plan do the transposes run. The 16-bit transposes move element pairs
+// in 64x64 tiles, and a filter's few columns (KCRS -> KRSC) go through a
+// gather kernel instead of mostly empty tiles.
+//
 // cuDNN's graph API. Even channels-last, cuDNN's legacy API picks no
 // tensor-core NHWC kernel for float16/bfloat16 on Hopper (a bf16 3x3
 // convolution: 147 us against PyTorch's 35.5 us on an H100). Its graph
