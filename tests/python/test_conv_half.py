@@ -4,9 +4,11 @@ the same rounded values), on every device. On the GPU, per-group channel
 counts that are multiples of 8 take the DNN library's channels-last (NHWC)
 path (backend/rocm/dnn.h) and the others its NCHW one; the cases cover both,
 with groups, stride, padding, dilation, 1x1 and 1-d problems, transposed
-convolution and channels-last (permuted) inputs. On NVIDIA the 16-bit
-channels-last problems run through cuDNN's graph API (PYFLAME_CUDNN_GRAPH=0:
-its legacy API, checked in a fresh process). Errors are measured against
+convolution and channels-last (permuted) inputs. On NVIDIA those 16-bit
+problems run through cuDNN's graph API, row-major as given (its engines
+convert the layout) or, where it builds no such plan, channels-last after our
+transposes (PYFLAME_CUDNN_GRAPH=0: the transposes and the legacy API, checked
+in a fresh process). Errors are measured against
 the largest reference value of each result: a 16-bit value rounds relative to
 its own magnitude, and a wrong layout is off by the whole scale."""
 import os
