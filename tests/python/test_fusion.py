@@ -271,6 +271,28 @@ def test_requires_grad_values_are_kept_for_backward(device, fusion_on):
     np.testing.assert_array_equal(g_fused, x2.grad.numpy())
 
 
+def test_forward_recording_gradients_fuses_with_stored_members(device, fusion_on):
+    # nn.Linear then ReLU with parameters that require grad: the bias add and
+    # the relu are one region that also stores the sum (backward reads both),
+    # with the values and gradients of the unfused run, bit for bit.
+    rng = np.random.default_rng(7)
+    xs, ws, bs = (rng.standard_normal(s).astype(np.float32) for s in ((4, 6), (6, 5), (5,)))
+    plan = []
+
+    def build():
+        x = pf.tensor(xs, device=device)
+        w, b = pf.tensor(ws, device=device), pf.tensor(bs, device=device)
+        w.requires_grad = True
+        b.requires_grad = True
+        y = pf.relu(pf.matmul(x, w) + b)
+        plan.append(pf.explain(y))
+        (y * y).sum().backward()
+        return [y, w.grad, b.grad]
+    regions = both_ways(build)
+    assert regions >= 1 and "relu(add(" in plan[0] and "stores add(" in plan[0], plan[0]
+    assert "fused" not in plan[1], plan[1]
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_gradients_fused_equal_unfused(device, seed):
     rng = np.random.default_rng(seed)
