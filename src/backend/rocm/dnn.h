@@ -8,7 +8,9 @@
 // height. Convolutions accumulate in fp32 (TF32 only with set_allow_tf32).
 // The algorithm of each convolution problem comes from the tuning cache
 // (pyflame/backend/tuning.h) or, on a miss, from an exhaustive (Find) or
-// heuristic (Get) search whose answer is cached.
+// heuristic (Get) search whose answer is cached. On cuDNN, Find's leading
+// candidates are timed again, warm, with the math type each runs with, since
+// its own cold single timings reorder them from one process to the next.
 //
 // Layout. Both libraries reach their tensor-core (NVIDIA) and matrix-core
 // (AMD) convolution kernels for 16-bit floats through channels-last
