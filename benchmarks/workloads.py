@@ -228,15 +228,19 @@ def host_eager_scalar(F, p, dt):
 
 # --------------------------------------------------------- training step
 
+def _mlp_module(F):
+    """The MLP as an nn.Sequential of Linear and ReLU on the device."""
+    nn, dims = F.nn, MLP_DIMS
+    return F.module(nn.Sequential(nn.Linear(dims[0], dims[1]), nn.ReLU(),
+                                  nn.Linear(dims[1], dims[2]), nn.ReLU(),
+                                  nn.Linear(dims[2], dims[3])))
+
+
 def _train_setup(F, p):
     """The MLP, its SGD and one batch; step(x, y) is one training step."""
-    nn = F.nn
-    dims = MLP_DIMS
-    model = F.module(nn.Sequential(nn.Linear(dims[0], dims[1]), nn.ReLU(),
-                                   nn.Linear(dims[1], dims[2]), nn.ReLU(),
-                                   nn.Linear(dims[2], dims[3])))
+    model = _mlp_module(F)
     opt = F.optim.SGD(list(model.parameters()), lr=0.01)
-    x, y = F.randn(p["batch"], dims[0]), F.randint(0, dims[3], (p["batch"],))
+    x, y = F.randn(p["batch"], MLP_DIMS[0]), F.randint(0, MLP_DIMS[3], (p["batch"],))
 
     def step(x, y):
         opt.zero_grad()
@@ -248,13 +252,9 @@ def _train_setup(F, p):
 
 
 def mlp_forward_module(F, p, dt):
-    """The same MLP as an nn.Sequential of Linear and ReLU, called as a user
-    calls it: the parameters require grad, so the forward records autograd."""
-    dims = MLP_DIMS
-    nn = F.nn
-    model = F.module(nn.Sequential(nn.Linear(dims[0], dims[1]), nn.ReLU(), nn.Linear(dims[1], dims[2]), nn.ReLU(),
-                                   nn.Linear(dims[2], dims[3])))
-    x = F.randn(p["batch"], dims[0])
+    """The MLP as an nn.Sequential, called as a user calls it: the parameters
+    require grad, so the forward records autograd."""
+    model, x = _mlp_module(F), F.randn(p["batch"], MLP_DIMS[0])
     return lambda: model(x)
 
 

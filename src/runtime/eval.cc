@@ -153,6 +153,15 @@ void eval_node(Node* n) {
 // A borrowed handle to a node the caller keeps alive.
 Tensor borrow(Node* n) { return Tensor(std::shared_ptr<Node>(std::shared_ptr<Node>(), n)); }
 
+// After a node is evaluated it keeps only its data, unless backward reads its
+// inputs (requires grad, not a leaf) or a replay program reads how it was made
+// (traced).
+void drop_recipe(Node* n) {
+  if ((n->requires_grad && !n->grad_leaf) || runtime::trace_keeps(n)) return;
+  n->inputs.clear();
+  n->prim.reset();
+}
+
 // A fused region at its output node. Its members are all still alive and
 // unevaluated (their only holders are the region's members, or for a stored
 // member, holders that run after it), so a GPU region without a compiled
@@ -185,13 +194,7 @@ void eval_region(const FusedRegion& r) {
     drop();
     throw;
   }
-  for (size_t k = 0; k + 1 < r.outputs.size(); ++k) {
-    Node* o = r.outputs[k];
-    if (runtime::trace_keeps(o)) continue;  // the replay program reads how it was made
-    if (o->requires_grad && !o->grad_leaf) continue;  // backward reads its inputs, as after eval_node
-    o->inputs.clear();
-    o->prim.reset();
-  }
+  for (size_t k = 0; k + 1 < r.outputs.size(); ++k) drop_recipe(r.outputs[k]);
 }
 
 // The plan a replay binds its program's kept plan into (runtime/plan_scope.h),
@@ -310,11 +313,7 @@ void run(const std::vector<NodeRef>& order) {
           unchecked.note(n.get(), made_check);
         }
       }
-      // A traced node keeps how it was made: the replay program reads it.
-      if ((!n->requires_grad || n->grad_leaf) && !runtime::trace_keeps(n.get())) {
-        n->inputs.clear();
-        n->prim.reset();
-      }
+      drop_recipe(n.get());
     }
   } catch (...) {
     // A node failed after a device check was made: that check, if it

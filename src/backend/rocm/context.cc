@@ -34,7 +34,7 @@ DeviceContext* create_context(int device) {
 #else
   PF_BLAS_CHECK(cublasSetWorkspace(ctx->blas, ctx->blas_workspace, ctx->blas_workspace_bytes));
 #endif
-  // One arrival counter per row a reduction may split (backend/reduce_shape.h).
+  // One arrival counter per row a reduction or a decode attention may split (reduce_shape.h).
   PF_HIP_CHECK(hipMalloc(&ctx->row_counters, kMaxSplitRows * sizeof(unsigned)));
   PF_HIP_CHECK(hipMemsetAsync(ctx->row_counters, 0, kMaxSplitRows * sizeof(unsigned), ctx->stream));
   ctx->multiprocessors = gpu::device_attribute(hipDeviceAttributeMultiprocessorCount, device);

@@ -45,8 +45,7 @@ struct DeviceContext {
   int wave_size = 32;
   // Arrival counters of the one-pass row reductions (reduce.hip) and of the decode attention's
   // chunk merge (llm.hip), one per row: zero between kernels, each kernel's last block leaves
-  // them so. Per context, since kernels on one
-  // stream run one after another.
+  // them so. Per context, since kernels on one stream run one after another.
   unsigned* row_counters = nullptr;
   bool bundle = false;  // a multi_stream bundle rather than the device's shared context
   ROCmMemoryManager* memory = nullptr;  // the device's caching allocator

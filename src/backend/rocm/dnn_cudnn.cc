@@ -149,11 +149,19 @@ template <class Dir>
 const typename Dir::Perf* retimed(DeviceContext& ctx, DnnHandle& H, ConvDescs& D, Dtype dt,
                                   const typename Dir::Perf* perf, int n, size_t limit, typename Dir::XPtr x,
                                   typename Dir::WPtr w, typename Dir::YPtr y) {
-  const typename Dir::Perf* best = nullptr;
-  float best_ms = 0.0f;
-  hipEvent_t ev[2];
+  hipEvent_t ev[2] = {};
+  struct Destroy {  // on every way out, a throwing check included
+    hipEvent_t* e;
+    ~Destroy() {
+      for (int i = 0; i < 2; ++i) {
+        if (e[i]) (void)hipEventDestroy(e[i]);
+      }
+    }
+  } destroy{ev};
   PF_HIP_CHECK(hipEventCreate(&ev[0]));
   PF_HIP_CHECK(hipEventCreate(&ev[1]));
+  const typename Dir::Perf* best = nullptr;
+  float best_ms = 0.0f;
   for (int i = 0, tried = 0; i < n && tried < kRetimed; ++i) {
     const auto& c = perf[i];
     if (c.status != CUDNN_STATUS_SUCCESS || c.memory > limit) continue;
@@ -176,8 +184,6 @@ const typename Dir::Perf* retimed(DeviceContext& ctx, DnnHandle& H, ConvDescs& D
       best_ms = ms;
     }
   }
-  (void)hipEventDestroy(ev[0]);
-  (void)hipEventDestroy(ev[1]);
   return best ? best : first_usable(perf, n, limit);
 }
 
@@ -278,14 +284,15 @@ struct ConvBwdWeights {
   }
 };
 
-// The graph API takes the 16-bit channels-last problems (the tensor-core
-// NHWC kernels the legacy API does not pick) unless PYFLAME_CUDNN_GRAPH=0.
-bool use_graph(const Lifted& L, Dtype dt) {
-  return L.channels_last && (dt == Dtype::Float16 || dt == Dtype::BFloat16) && settings::cudnn_graph();
+// The graph API takes 16-bit problems (the tensor-core kernels the legacy API
+// does not pick) unless PYFLAME_CUDNN_GRAPH=0: channels-last ones always,
+// row-major ones when asked as given (library_layout_only).
+bool graph_takes(Dtype dt) {
+  return (dt == Dtype::Float16 || dt == Dtype::BFloat16) && settings::cudnn_graph();
 }
 
 // Algorithm selection shared by all directions: the graph API where it
-// builds a plan (use_graph), else tuning-cache hit (algo and math type),
+// builds a plan (graph_takes), else tuning-cache hit (algo and math type),
 // else exhaustive FindEx or heuristic Get_v7, then cache. A channels-last
 // problem cuDNN rejects (bad parameter or not supported, at any step) is
 // cached as kRejected and returns false.
@@ -297,11 +304,9 @@ bool conv_chunk(DeviceContext& ctx, const ConvProblem& p, typename Dir::XPtr x, 
   const char* fn = Dir::fn;
   const Lifted L = lift(p, fn);
   const bool cl = L.channels_last;
-  if (p.library_layout_only) {
-    return (p.dtype == Dtype::Float16 || p.dtype == Dtype::BFloat16) && settings::cudnn_graph() &&
-           conv_graph_chunk(ctx, Dir::dir, L, p.dtype, p.groups, x, w, y);
-  }
-  if (use_graph(L, p.dtype) && conv_graph_chunk(ctx, Dir::dir, L, p.dtype, p.groups, x, w, y)) return true;
+  const bool graph = graph_takes(p.dtype) && (cl || p.library_layout_only);
+  if (graph && conv_graph_chunk(ctx, Dir::dir, L, p.dtype, p.groups, x, w, y)) return true;
+  if (p.library_layout_only) return false;
   MIOpenTuningCache& cache = get_tuning_cache();
   const std::string key = conv_key(Dir::key_prefix, L, p.dtype, p.groups, ctx.device);
   const bool exhaustive = cache.exhaustive_search();
