@@ -45,7 +45,9 @@ def _rms64(h, g, eps):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("K,N", [(256, 48), (2048, 1000)])
+# Rows of every wave count per output (4, 2, 1 on a GPU of ~130 units) and
+# rows longer than a block holds before its weights (5120).
+@pytest.mark.parametrize("K,N", [(256, 48), (2048, 300), (2048, 1000), (5120, 3000)])
 @pytest.mark.parametrize("residual", [False, True])
 def test_rms_norm_prologue(device, fusion, dtype, K, N, residual):
     h, W, r = _rand((1, K), dtype, device), _rand((N, K), dtype, device, 0.05), _rand((1, N), dtype, device)

@@ -290,11 +290,12 @@ def test_sdpa_kv_cache_decode(device, Hkv, S0, dtype):
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("D,Hkv", [(128, 16), (128, 4), (64, 2), (96, 3)])
-def test_sdpa_decode_over_fixed_cache(device, dtype, D, Hkv):
+@pytest.mark.parametrize("L,pos", [(300, 256), (1100, 1000)])  # the GPU merges 10, 35 chunks
+def test_sdpa_decode_over_fixed_cache(device, dtype, D, Hkv, L, pos):
     """One query row per head over a fixed-capacity cache with a tensor
     causal_offset (the compiled decode step's form; on the GPU the split
     lane-group kernel), also through misaligned views of the cache."""
-    B, H, L, pos = 1, 16 if Hkv != 3 else 6, 300, 256
+    B, H = 1, 16 if Hkv != 3 else 6
     q = random_array((B, H, 1, D), dtype, -1, 1)
     k = random_array((B, Hkv, L + 1, D), dtype, -1, 1)
     v = random_array((B, Hkv, L + 1, D), dtype, -1, 1)

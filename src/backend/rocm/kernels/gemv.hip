@@ -24,16 +24,19 @@ constexpr int kGemvThreads = 256;
 // them in flight per lane before the arithmetic (a GEMV of a few thousand
 // rows is latency-bound: more waves per row and more loads in flight keep
 // the memory busy). Each lane still sums its chunks in order.
-template <typename T, bool kVec, int S, int U, class Store, class Before>
+template <typename T, bool kVec, int S, int U, class Store, class Early, class Before>
 __device__ __forceinline__ void gemv_rows_loop(const T* __restrict__ w, int64_t ws_o, const T* x, int64_t xs,
-                                               int64_t O, int64_t K, Store store, Before before) {
+                                               int64_t O, int64_t K, Store store, Early early, Before before) {
   constexpr int V = kVec ? 16 / sizeof(T) : 1;
   __shared__ float part[kGemvThreads / gpu::kMinWaveSize];
   const int W = PF_WAVE_SIZE;
   const int lane = threadIdx.x % W, wave = threadIdx.x / W, piece = wave % S;
   const int64_t rows = (blockDim.x / W) / S;  // outputs per block and round
-  // before() runs once, by the whole block, while the first weights it
-  // does not need are already on their way (FusedGemv's prologue).
+  // early() runs before any weight load, before() once the block's first
+  // weights are on their way: FusedGemv's prologue loads its row in
+  // early(), so those loads do not queue behind the weights', and works on
+  // it in before(), by the whole block.
+  early();
   bool first = true;
   for (int64_t o0 = int64_t(blockIdx.x) * rows; o0 < O; o0 += int64_t(gridDim.x) * rows) {
     const int64_t o = o0 + wave / S;
@@ -99,7 +102,7 @@ template <typename T, bool kVec, int S, int U>
 __global__ void __launch_bounds__(kGemvThreads) gemv_rows(const T* __restrict__ w, int64_t ws_o,
                                                           const T* __restrict__ x, int64_t xs, T* y, int64_t O,
                                                           int64_t K) {
-  gemv_rows_loop<T, kVec, S, U>(w, ws_o, x, xs, O, K, [y](int64_t o, float s) { y[o] = T(s); }, [] {});
+  gemv_rows_loop<T, kVec, S, U>(w, ws_o, x, xs, O, K, [y](int64_t o, float s) { y[o] = T(s); }, [] {}, [] {});
 }
 
 // ws_o == 1: threads along o (coalesced), k split over 4 thread rows and
@@ -161,44 +164,94 @@ struct FusedGemvArgs {
   int norm_threads, norm_iters;  // Rms: norm_rows_cached's geometry for this row
 };
 
+// The norm's row held by the block before the weights are loaded: thread t
+// holds packs t, t + blockDim, ... of x and their gains, for rows of up to
+// kRmsHeld packs per thread (longer rows are read in the prologue).
+constexpr int kRmsHeld = 1;
+
+template <typename T>
+struct RmsRow {
+  static constexpr int V = 16 / sizeof(T);
+  Pack<T, V> x[kRmsHeld];
+  float g[kRmsHeld * V];
+  bool held;
+
+  __device__ void load(const FusedGemvArgs<T>& p) {
+    held = p.K <= int64_t(blockDim.x) * V * kRmsHeld;
+    if (!held) return;
+#pragma unroll
+    for (int i = 0; i < kRmsHeld; ++i) {
+      const int64_t j = (int64_t(i) * blockDim.x + threadIdx.x) * V;
+      if (j < p.K) {
+        x[i] = *reinterpret_cast<const Pack<T, V>*>(p.x + j);
+#pragma unroll
+        for (int k = 0; k < V; ++k) g[i * V + k] = p.g[j + k];
+      }
+    }
+  }
+};
+
+// x[j .. j + V) normalized by rstd and scaled by g, rounded as the unfused
+// norm stores it.
+template <typename T, int V>
+__device__ __forceinline__ Pack<T, V> rms_scale(const Pack<T, V>& q, const float* g, float rstd) {
+  Pack<T, V> o;
+#pragma unroll
+  for (int k = 0; k < V; ++k) {
+    float v = static_cast<float>(q.v[k]) * rstd;
+    v *= g[k];
+    o.v[k] = T(v);
+  }
+  return o;
+}
+
 // The normalized row into shared memory (Rms only: without a prologue the
-// loop reads the row where it is).
-template <typename T, int kPro>
-__device__ void gemv_prologue(const FusedGemvArgs<T>& p, T* xs) {
+// loop reads the row where it is). A held row is first staged raw in xs, so
+// the sum below reads each element where norm_rows_cached's thread does.
+template <typename T>
+__device__ void gemv_prologue(const FusedGemvArgs<T>& p, const RmsRow<T>& row, T* xs) {
   constexpr int V = 16 / sizeof(T);
   using P = Pack<T, V>;
   const int64_t K = p.K, step = int64_t(blockDim.x) * V;
-  if constexpr (kPro == kProRms) {
-    // The sum of squares as norm_rows_cached (norm.hip) forms it for this
-    // row: the same threads, element order and block reduction, so the
-    // scale has the same bits as the unfused norm's.
-    float s = 0.0f;
-    if (int(threadIdx.x) < p.norm_threads) {
-      for (int it = 0; it < p.norm_iters; ++it) {
-        const int64_t j = (int64_t(it) * p.norm_threads + threadIdx.x) * V;
-        if (j < K) {
-          const P q = *reinterpret_cast<const P*>(p.x + j);
+  const T* src = p.x;
+  if (row.held) {
 #pragma unroll
-          for (int k = 0; k < V; ++k) {
-            const float v = static_cast<float>(q.v[k]);
-            s += v * v;
-          }
+    for (int i = 0; i < kRmsHeld; ++i) {
+      const int64_t j = (int64_t(i) * blockDim.x + threadIdx.x) * V;
+      if (j < K) *reinterpret_cast<P*>(xs + j) = row.x[i];
+    }
+    __syncthreads();
+    src = xs;
+  }
+  // The sum of squares as norm_rows_cached (norm.hip) forms it for this
+  // row: the same threads, element order and block reduction, so the
+  // scale has the same bits as the unfused norm's.
+  float s = 0.0f;
+  if (int(threadIdx.x) < p.norm_threads) {
+    for (int it = 0; it < p.norm_iters; ++it) {
+      const int64_t j = (int64_t(it) * p.norm_threads + threadIdx.x) * V;
+      if (j < K) {
+        const P q = *reinterpret_cast<const P*>(src + j);
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+          const float v = static_cast<float>(q.v[k]);
+          s += v * v;
         }
       }
     }
-    s = gpu::block_reduce_sum(s);
-    const float var = s * (1.0f / static_cast<float>(K));
-    const float rstd = 1.0f / sqrtf(var + p.eps);
-    for (int64_t j = int64_t(threadIdx.x) * V; j < K; j += step) {
-      const P q = *reinterpret_cast<const P*>(p.x + j);
-      P o;
+  }
+  s = gpu::block_reduce_sum(s);  // its barriers end every read of the staged row
+  const float var = s * (1.0f / static_cast<float>(K));
+  const float rstd = 1.0f / sqrtf(var + p.eps);
+  if (row.held) {
 #pragma unroll
-      for (int k = 0; k < V; ++k) {
-        float v = static_cast<float>(q.v[k]) * rstd;
-        v *= p.g[j + k];
-        o.v[k] = T(v);
-      }
-      *reinterpret_cast<P*>(xs + j) = o;
+    for (int i = 0; i < kRmsHeld; ++i) {
+      const int64_t j = (int64_t(i) * blockDim.x + threadIdx.x) * V;
+      if (j < K) *reinterpret_cast<P*>(xs + j) = rms_scale<T, V>(row.x[i], row.g + i * V, rstd);
+    }
+  } else {
+    for (int64_t j = int64_t(threadIdx.x) * V; j < K; j += step) {
+      *reinterpret_cast<P*>(xs + j) = rms_scale<T, V>(*reinterpret_cast<const P*>(p.x + j), p.g + j, rstd);
     }
   }
   __syncthreads();
@@ -216,17 +269,26 @@ __global__ void __launch_bounds__(kGemvThreads) gemv_fused(FusedGemvArgs<T> p) {
     y[o] = v;
   };
   if constexpr (kPro == kProRms) {
-    gemv_rows_loop<T, true, S, U>(p.w, p.ws_o, xs, 1, p.O, p.K, store, [&p, xs] { gemv_prologue<T, kPro>(p, xs); });
+    RmsRow<T> row;
+    gemv_rows_loop<T, true, S, U>(p.w, p.ws_o, xs, 1, p.O, p.K, store, [&] { row.load(p); },
+                                  [&] { gemv_prologue<T>(p, row, xs); });
   } else {
-    gemv_rows_loop<T, true, S, U>(p.w, p.ws_o, p.x, 1, p.O, p.K, store, [] {});
+    gemv_rows_loop<T, true, S, U>(p.w, p.ws_o, p.x, 1, p.O, p.K, store, [] {}, [] {});
   }
 }
 
-// Rows of few outputs (fewer than ~16 per multiprocessor) take four waves
-// each when long enough (gemv_rows' S), vectorized rows only.
+// Waves per output row (gemv_rows' S), for vectorized rows long enough to
+// split. The unfused GEMV and FusedGemv pick the same S, since it sets the
+// order of each row's sum (U, the loads in flight, does not). H100, one-row
+// fp16 GEMVs read from HBM: rows of few outputs (up to ~4 per
+// multiprocessor) take four waves, up to ~16 per multiprocessor two (4.6
+// against 5.1 us at 2048 x 2048), more rows one (with FusedGemv's norm
+// prologue two waves per row were 20% slower at 6144 and 11264 rows).
 int gemv_split(const DeviceContext& ctx, int64_t O, int64_t K, int V) {
   const int wave = std::max(ctx.wave_size, 1);
-  return O * 4 <= int64_t(ctx.multiprocessors) * 64 && K >= 4 * wave * V * 2 ? 4 : 1;
+  const int64_t mps = ctx.multiprocessors;
+  if (O <= mps * 4 && K >= 4 * wave * V * 2) return 4;
+  return O <= mps * 16 && K >= 2 * wave * V * 2 ? 2 : 1;
 }
 
 // The fused kernel, when the layouts allow: unit-stride, 16-byte aligned
@@ -262,31 +324,26 @@ bool launch_fused_gemv(const FusedGemv& f, const std::vector<Tensor>& in, Tensor
   p.K = K;
   DeviceContext& ctx = context(out.device().index);
   DeviceGuard g(ctx.device);
+  const bool rms = f.prologue == FusedGemv::Prologue::Rms;
   const int split = gemv_split(ctx, O, K, V);
   const int64_t per_block = kGemvThreads / std::max(ctx.wave_size, 1) / split;
-  // Each block computes the row once. With a prologue to repeat, blocks go
-  // over more rows when there are many, in equal rounds (no block left
-  // with one round more than the others).
-  const int64_t groups = (O + per_block - 1) / per_block;
-  int64_t blocks = std::min<int64_t>(groups, int64_t(ctx.multiprocessors) * 32);
-  if (f.prologue != FusedGemv::Prologue::None) {
-    const int64_t target = int64_t(ctx.multiprocessors) * 8;
-    const int64_t rounds = (groups + target - 1) / target;
-    blocks = (groups + rounds - 1) / rounds;
-  }
-  const unsigned grid = static_cast<unsigned>(blocks);
-  const size_t smem = f.prologue == FusedGemv::Prologue::Rms ? size_t(K) * sizeof(T) : 0;
+  // One round of rows per block where the GPU holds them all: a block
+  // computes the norm's row once, while its first weights load.
+  const unsigned grid = static_cast<unsigned>(
+      std::min<int64_t>((O + per_block - 1) / per_block, int64_t(ctx.multiprocessors) * 32));
+  const size_t smem = rms ? size_t(K) * sizeof(T) : 0;
   auto go = [&](auto pro, auto add) {
     constexpr int kP = decltype(pro)::value;
     constexpr bool kA = decltype(add)::value;
     if (split == 4) gemv_fused<T, 4, 2, kP, kA><<<grid, kGemvThreads, smem, ctx.stream>>>(p);
+    else if (split == 2) gemv_fused<T, 2, 2, kP, kA><<<grid, kGemvThreads, smem, ctx.stream>>>(p);
     else gemv_fused<T, 1, 4, kP, kA><<<grid, kGemvThreads, smem, ctx.stream>>>(p);
   };
   auto with_add = [&](auto pro) {
     if (f.add) go(pro, std::true_type{});
     else go(pro, std::false_type{});
   };
-  if (f.prologue == FusedGemv::Prologue::Rms) with_add(std::integral_constant<int, kProRms>{});
+  if (rms) with_add(std::integral_constant<int, kProRms>{});
   else with_add(std::integral_constant<int, kProNone>{});
   PF_HIP_CHECK_LAUNCH();
   return true;
@@ -343,6 +400,7 @@ bool try_gemv(const std::vector<Tensor>& in, Tensor& out) {
           std::min<int64_t>((O + per_block - 1) / per_block, int64_t(ctx.multiprocessors) * 32));
       if (!vec) gemv_rows<T, false, 1, 1><<<grid, kGemvThreads, 0, ctx.stream>>>(w, ws_o, x, xs, y, O, K);
       else if (split == 4) gemv_rows<T, true, 4, 2><<<grid, kGemvThreads, 0, ctx.stream>>>(w, ws_o, x, xs, y, O, K);
+      else if (split == 2) gemv_rows<T, true, 2, 2><<<grid, kGemvThreads, 0, ctx.stream>>>(w, ws_o, x, xs, y, O, K);
       else gemv_rows<T, true, 1, 4><<<grid, kGemvThreads, 0, ctx.stream>>>(w, ws_o, x, xs, y, O, K);
       PF_HIP_CHECK_LAUNCH();
       return;

@@ -170,39 +170,41 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(const T* q, con
 constexpr int kAttnDecodeChunk = 32;
 
 // Merges row r's chunks (m, l, acc per chunk) into its output row. The
-// running max and the softmax sum are block reductions over the chunks; then
-// the block's threads go along the head dimension, each summing its element
-// over the chunks in order with its loads issued four at a time (the merge
-// is latency-bound: a load waited for per chunk would dominate decoding). P
-// is float, or volatile float for partials other blocks of the same launch
-// wrote. Call from every thread of the block.
+// block's threads go along the head dimension; each merges its element
+// over the chunks in order with an online softmax (running max, rescaling
+// its sum and accumulator when the max rises), its loads of a chunk's m, l
+// and acc issued kMergeBatch chunks at a time: the merge is latency-bound,
+// so a few round trips to the cache and no block reductions. P is float,
+// or volatile float for partials other blocks of the same launch wrote.
+constexpr int kMergeBatch = 16;
+
 template <typename T, typename P>
 __device__ void merge_chunks(T* out, P* part_ml, P* part_acc, int64_t r, int64_t chunks, int64_t Dv) {
   P* ml = part_ml + r * chunks * 2;
   P* acc = part_acc + r * chunks * Dv;
-  float m = -INFINITY;  // chunks without keys have l == 0 and take no part
-  for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) m = ml[2 * c + 1] != 0.0f ? fmaxf(m, ml[2 * c]) : m;
-  const float M = gpu::block_reduce_max(m);
-  float l = 0.0f;
-  for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
-    const float lc = ml[2 * c + 1];
-    l += lc != 0.0f ? lc * expf(ml[2 * c] - M) : 0.0f;
-  }
-  const float L = gpu::block_reduce_sum(l);
   for (int64_t d = threadIdx.x; d < Dv; d += blockDim.x) {
-    float o = 0.0f;
-    for (int64_t c0 = 0; c0 < chunks; c0 += 4) {
-      float a[4], mc[4], lc[4];
+    float M = -INFINITY, L = 0.0f, o = 0.0f;  // chunks without keys have l == 0 and take no part
+    for (int64_t c0 = 0; c0 < chunks; c0 += kMergeBatch) {
+      float a[kMergeBatch], mc[kMergeBatch], lc[kMergeBatch];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) {
+      for (int u = 0; u < kMergeBatch; ++u) {
         const bool in = c0 + u < chunks;
         a[u] = in ? acc[(c0 + u) * Dv + d] : 0.0f;
         mc[u] = in ? ml[2 * (c0 + u)] : 0.0f;
         lc[u] = in ? ml[2 * (c0 + u) + 1] : 0.0f;
       }
 #pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        if (lc[u] != 0.0f) o += a[u] * expf(mc[u] - M);
+      for (int u = 0; u < kMergeBatch; ++u) {
+        if (lc[u] == 0.0f) continue;
+        if (mc[u] > M) {
+          const float f = expf(M - mc[u]);  // 0 while nothing is summed
+          L *= f;
+          o *= f;
+          M = mc[u];
+        }
+        const float e = expf(mc[u] - M);
+        L += lc[u] * e;
+        o += a[u] * e;
       }
     }
     out[r * Dv + d] = L == 0.0f ? T(0.0f) : T(o / L);
