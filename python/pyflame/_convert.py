@@ -15,13 +15,40 @@ _FROM_NUMPY = {
 _SUPPORTED = ("float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "bool")
 
 
+# NumPy's dtype.name is computed in Python (microseconds per call, the
+# better part of making a small tensor): what a dtype maps to is looked up
+# once per dtype object (byte orders are distinct keys) and kept.
+_TARGETS = {}
+
+
+def _target(dt):
+    """(PyFlame dtype name, NumPy dtype) that NumPy dtype dt becomes, or None."""
+    t = _TARGETS.get(dt, False)
+    if t is False:
+        name = _FROM_NUMPY.get(dt.name)
+        t = _TARGETS[dt] = None if name is None else (name, np.dtype(name))
+    return t
+
+
+_NAMES = {}
+
+
 def dtype_name(obj):
     """Name of a supported dtype given a NumPy dtype or scalar type, else None."""
+    try:
+        return _NAMES[obj]
+    except (KeyError, TypeError):  # TypeError: an unhashable object
+        pass
     try:
         name = np.dtype(obj).name
     except TypeError:
         return None
-    return name if name in _SUPPORTED else None
+    name = name if name in _SUPPORTED else None
+    try:
+        _NAMES[obj] = name
+    except TypeError:
+        pass
+    return name
 
 
 def to_array(obj, fn="tensor"):
@@ -30,18 +57,22 @@ def to_array(obj, fn="tensor"):
         arr = np.asarray(obj)
     except (ValueError, TypeError) as e:
         raise ValueError(f"[{fn}] cannot convert {type(obj).__name__} to a tensor: {e}") from None
-    target = _FROM_NUMPY.get(arr.dtype.name)
-    if target == "float64" and not isinstance(obj, (np.ndarray, np.generic)):
-        # Python floats (and lists of them) give the default float32, as in
-        # torch.tensor; NumPy float64 data stays float64, as in PyTorch.
-        target = "float32"
-    if target is None:
+    t = _target(arr.dtype)
+    if t is None:
         raise ValueError(f"[{fn}] cannot convert data of dtype {arr.dtype} to a tensor "
                          "(expected numbers or booleans)")
-    if arr.dtype == np.uint64 and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
+    target = t[1]
+    if t[0] == "float64" and not isinstance(obj, (np.ndarray, np.generic)):
+        # Python floats (and lists of them) give the default float32, as in
+        # torch.tensor; NumPy float64 data stays float64, as in PyTorch.
+        target = _FLOAT32
+    if arr.dtype == _UINT64 and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
         raise ValueError(f"[{fn}] value {int(arr.max())} does not fit int64")
     # Not np.ascontiguousarray: it turns 0-d arrays (scalars) into 1-d ones.
     return np.asarray(arr, dtype=target, order="C")
+
+
+_FLOAT32, _UINT64 = np.dtype(np.float32), np.dtype(np.uint64)
 
 
 def scalar_value(value, dtype, fn, what="value"):

@@ -75,16 +75,20 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         if dtype is not None:
             _check_fits(arr, dtype, "tensor")
         out = _core.from_numpy(arr, device)
-    return _leaf(out if dtype is None else out.astype(dtype), requires_grad)
+    return _leaf(out if dtype is None or out.dtype == dtype else out.astype(dtype), requires_grad)
+
+
+_INT_DTYPES = (_core.Dtype.int32, _core.Dtype.int64)
 
 
 def _check_fits(arr, dtype, fn):
     """Data given for an integer dtype must be finite and within its range,
     as PyTorch requires (NaN would become INT_MIN, 2**40 wrap to 0). The
     cast truncates toward zero, hence the open bounds."""
-    if dtype not in (_core.Dtype.int32, _core.Dtype.int64) or arr.size == 0 or arr.dtype == np.bool_:
+    if dtype not in _INT_DTYPES or arr.size == 0:
         return
-    if dtype == _core.Dtype.int64 and arr.dtype.kind in "iu":
+    kind = arr.dtype.kind
+    if kind == "b" or (kind in "iu" and dtype == _core.Dtype.int64):
         return
     lo, hi = (-(2**31) - 1, 2**31) if dtype == _core.Dtype.int32 else (-(2**63), 2**63)
     wide = arr.astype(np.float64) if arr.dtype.kind == "f" else arr

@@ -90,6 +90,10 @@ def test_non_native_byte_order(device, code):
     assert swapped.dtype.byteorder not in ("=", "|")
     t = pf.tensor(swapped)
     np.testing.assert_array_equal(t.numpy(), native.astype(t.numpy().dtype))
+    # Each byte order is its own entry of the conversion's dtype cache.
+    n = pf.tensor(native)
+    assert n.dtype == t.dtype
+    np.testing.assert_array_equal(n.numpy(), t.numpy())
 
 
 @pytest.mark.parametrize("shape", [(0,), (3, 0), (0, 4, 2), ()])
