@@ -277,6 +277,10 @@ struct Builder {
     std::vector<Node*>& members = members_;
     members.assign(1, root);
     stored.clear();
+    // An upper bound of the members' loads: a joining node adds at most its
+    // inputs, so the exact count (quadratic in the members) is taken only
+    // when the bound could pass the limit.
+    int loads_bound = int(root->inputs.size());
     for (bool changed = true; changed && int(members.size()) < kMaxOps;) {
       changed = false;
       for (size_t i = 0; i < members.size() && int(members.size()) < kMaxOps; ++i) {
@@ -285,8 +289,10 @@ struct Builder {
           const Join j = joins(p, root, members);
           if (j == Join::No || (j == Join::Output && int(stored.size()) + 1 >= kMaxOutputs)) continue;
           members.push_back(p.get());
-          if (count_loads(members) > kMaxLoads) {  // full: the region ends here
-            members.pop_back();
+          loads_bound += int(p->inputs.size());
+          if (loads_bound > kMaxLoads && (loads_bound = count_loads(members)) > kMaxLoads) {
+            members.pop_back();  // full: the region ends here
+            loads_bound = count_loads(members);
             continue;
           }
           if (j == Join::Output) stored.push_back(p.get());
