@@ -19,6 +19,7 @@ _SUPPORTED = ("float64", "float32", "float16", "int64", "int32", "int16", "int8"
 # better part of making a small tensor): what a dtype maps to is looked up
 # once per dtype object (byte orders are distinct keys) and kept.
 _TARGETS = {}
+_FLOAT32, _UINT64 = np.dtype(np.float32), np.dtype(np.uint64)
 
 
 def _target(dt):
@@ -71,8 +72,6 @@ def to_array(obj, fn="tensor"):
     # Not np.ascontiguousarray: it turns 0-d arrays (scalars) into 1-d ones.
     return np.asarray(arr, dtype=target, order="C")
 
-
-_FLOAT32, _UINT64 = np.dtype(np.float32), np.dtype(np.uint64)
 
 
 def scalar_value(value, dtype, fn, what="value"):
