@@ -135,7 +135,7 @@ function(pyflame_add_gpu_backend target)
     target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-O3 --expt-relaxed-constexpr -Xcompiler=-fPIC>)
     # NVRTC for run-time compiled fused kernels (loaded through the runtime's library API, so
     # nothing links libcuda: a CUDA build still imports where no driver is installed).
-    target_link_libraries(${target} PUBLIC CUDA::cudart CUDA::cublas CUDA::cusolver ${PYFLAME_CUDNN} CUDA::nvrtc)
+    target_link_libraries(${target} PUBLIC CUDA::cudart CUDA::cublas CUDA::cublasLt CUDA::cusolver ${PYFLAME_CUDNN} CUDA::nvrtc)
   else()
     if(PYFLAME_HIP_MODE STREQUAL "HIP")
       set_source_files_properties(${hip_sources} ${host_sources} PROPERTIES LANGUAGE HIP)

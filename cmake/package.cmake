@@ -36,7 +36,7 @@ if(PYFLAME_GPU_BACKEND STREQUAL "CUDA")
   target_compile_definitions(pyflame PUBLIC PYFLAME_GPU_CUDA)
   # The shared CUDA runtime, the one an application using the GPU layer links too.
   set_target_properties(pyflame PROPERTIES CUDA_RUNTIME_LIBRARY Shared)
-  target_link_libraries(pyflame PUBLIC CUDA::cudart CUDA::cublas)
+  target_link_libraries(pyflame PUBLIC CUDA::cudart CUDA::cublas CUDA::cublasLt)
   get_filename_component(PYFLAME_CUDNN_DIR "${PYFLAME_CUDNN}" DIRECTORY)
   find_path(PYFLAME_CUDNN_INCLUDE cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} ${PYFLAME_CUDNN_DIR}/../include)
   if(PYFLAME_CUDNN_INCLUDE)

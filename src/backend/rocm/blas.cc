@@ -61,7 +61,11 @@ ROCmBLAS::ROCmBLAS() : own_(std::make_unique<DeviceContext>()) {
 }
 
 ROCmBLAS::~ROCmBLAS() {
-  if (own_) gpu::destroy_blas_handle(own_->blas);
+  if (!own_) return;
+  gpu::destroy_blas_handle(own_->blas);
+#if !defined(__HIP_PLATFORM_AMD__)
+  release_gemm_plans(*own_);
+#endif
 }
 
 #if defined(__HIP_PLATFORM_AMD__)
@@ -105,6 +109,9 @@ void ROCmBLAS::gemm_ex(Dtype dtype, Trans ta, Trans tb, int M, int N, int K, flo
   const cublasComputeType_t compute = f64 ? CUBLAS_COMPUTE_64F
                                       : dtype == Dtype::Float32 && allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32
                                                                                 : CUBLAS_COMPUTE_32F;
+  if (lt_gemm(*ctx_, {t, compute, op(ta), op(tb), M, N, K, pa, A, lda, sa, B, ldb, sb, pb, C, ldc, sc, batch})) {
+    return;
+  }
   PF_BLAS_CHECK(cublasGemmStridedBatchedEx(ctx_->blas, op(ta), op(tb), M, N, K, pa, A, t, lda, sa, B, t, ldb,
                                            sb, pb, C, t, ldc, sc, batch, compute, CUBLAS_GEMM_DEFAULT));
 #endif

@@ -72,4 +72,31 @@ class ROCmBLAS {
 // The BLAS of a device (the current one when -1), bound to its compute stream.
 ROCmBLAS& get_blas(int device = -1);
 
+#if !defined(__HIP_PLATFORM_AMD__)
+// One GEMM as cuBLASLt takes it (column-major; blas_lt.cc).
+struct LtGemm {
+  cudaDataType_t type;
+  cublasComputeType_t compute;
+  cublasOperation_t ta, tb;
+  int M, N, K;
+  const void* alpha;
+  const void* A;
+  int lda;
+  int64_t sa;
+  const void* B;
+  int ldb;
+  int64_t sb;
+  const void* beta;
+  void* C;
+  int ldc;
+  int64_t sc;
+  int batch;
+};
+// Runs `g` on ctx's stream with the algorithm kept for its problem (chosen on
+// first use); false when cuBLASLt has none, and nothing ran. The caller holds
+// ctx's BLAS handle (one thread at a time).
+bool lt_gemm(DeviceContext& ctx, const LtGemm& g);
+void release_gemm_plans(DeviceContext& ctx) noexcept;
+#endif
+
 }  // namespace pyflame::backend::rocm

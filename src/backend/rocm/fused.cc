@@ -146,9 +146,12 @@ Entry build(int device, const fuse::KernelSource& ks, bool reduce) {
 }
 
 std::string memo_key(int device, const FusedRegion& r, const fuse::KernelLayout& L) {
-  std::string k = std::to_string(device) + "|" + std::to_string(L.shape.size()) + (L.narrow ? "n|" : "w|");
+  std::string k = r.signature();
+  k += char(device);
+  k += char(L.shape.size());
+  k += L.narrow ? 'n' : 'w';
   for (auto a : L.access) k += char('0' + int(a));
-  return k + "|" + r.signature();
+  return k;
 }
 
 // The kernel for a region on `device`, compiled on first use. Entries are

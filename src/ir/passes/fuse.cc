@@ -43,15 +43,24 @@ std::string step_name(const FusedStep& s) {
 }  // namespace
 
 std::string FusedRegion::signature() const {
-  std::ostringstream os;
+  // Raw bytes rather than text: the GPU builds this key on every evaluation of a region.
+  std::string k;
+  k.reserve(16 + steps.size() * 20 + output_steps.size() * sizeof(int));
+  auto put = [&k](const auto& v) { k.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
+  put(int(steps.size()));
   for (const auto& s : steps) {
-    os << int(s.kind) << ':' << int(s.op) << ':' << dtype_name(s.dtype) << ':' << s.a << ',' << s.b << ','
-       << s.c << ',' << s.slot << ';';
+    put(s.kind);
+    put(s.op);
+    put(s.dtype);
+    put(s.a);
+    put(s.b);
+    put(s.c);
+    put(s.slot);
   }
-  os << "out";
-  for (int k : output_steps) os << ':' << k;
-  if (reduce) os << "|reduce:" << int(reduce_op);
-  return os.str();
+  put(int(output_steps.size()));
+  for (int i : output_steps) put(i);
+  put(reduce ? int(reduce_op) : -1);
+  return k;
 }
 
 std::string FusedRegion::describe() const {
