@@ -96,6 +96,24 @@ def test_matmul_half(device, dtype, shapes):
     assert_close(out, a @ b, dtype, atol=atol, device=device)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+def test_matmul_offset_views(device, dtype):
+    """Operands starting 0-3 elements into their buffer (pointers of every
+    alignment), batched or not, alternating: a GEMM set up for one
+    alignment must not be reused for another."""
+    base_a = random_array((3, 40, 36), dtype, -1, 1)
+    base_b = random_array((3, 36, 44), dtype, -1, 1)
+    ta, tb = make_tensor(base_a, dtype), make_tensor(base_b, dtype)
+    atol = {"float32": 1e-4, "float64": 1e-10, "float16": 5e-2, "bfloat16": 3e-1}[dtype]
+    for _ in range(2):
+        for k in range(4):
+            x, y = ta[:, k:k + 33, k:k + 32], tb[:, k:k + 32, k:k + 40]
+            want = base_a[:, k:k + 33, k:k + 32] @ base_b[:, k:k + 32, k:k + 40]
+            assert_close(pf.matmul(x, y), want, dtype, atol=atol, device=device)
+            want = base_a[1, k:k + 33, k:k + 32] @ base_b[2, k:k + 32, k:k + 40]
+            assert_close(pf.matmul(x[1], y[2]), want, dtype, atol=atol, device=device)
+
+
 def test_matmul_mixed_dtypes(device):
     a = random_array((3, 4), "int32", -5, 5)
     b = random_array((4, 2), "float16", -2, 2)

@@ -15,6 +15,7 @@
 #if !defined(__HIP_PLATFORM_AMD__)
 #include <cublasLt.h>
 
+#include <algorithm>
 #include <cstring>
 #include <unordered_map>
 
@@ -63,6 +64,23 @@ namespace {
 
 // A problem with varying sizes (prefill lengths, say) must not grow this without bound.
 constexpr size_t kMaxPlans = 1024;
+
+// The heuristic's first choice, except for a tiny problem: its kernel runs
+// for about as long as a launch takes on the host, so a split-K algorithm's
+// second kernel (the reduction) costs more than the split saves; then the
+// best candidate that is one kernel. Heuristic candidates looked at: 8.
+constexpr int kCandidates = 8;
+constexpr int64_t kTinyGemm = int64_t(1) << 23;  // multiply-adds
+
+uint32_t split_k(const cublasLtMatmulAlgo_t& algo) {
+  uint32_t v = 1;
+  size_t written = 0;
+  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &v, sizeof(v), &written) !=
+      CUBLAS_STATUS_SUCCESS) {
+    return 1;
+  }
+  return v;
+}
 
 int alignment(const void* p) {
   const auto a = reinterpret_cast<uintptr_t>(p);
@@ -121,13 +139,25 @@ void make_plan(GemmPlan& p, cublasLtHandle_t lt, const LtGemm& g, const int alig
   const uint32_t vd = uint32_t(align[2]);
   PF_BLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &vd,
                                                      sizeof(vd)));
-  cublasLtMatmulHeuristicResult_t r{};
+  cublasLtMatmulHeuristicResult_t r[kCandidates] = {};
   int found = 0;
   // A problem the library has no algorithm for answers NOT_SUPPORTED: the legacy call decides.
-  if (cublasLtMatmulAlgoGetHeuristic(lt, p.op, p.a, p.b, p.c, p.c, pref, 1, &r, &found) ==
-          CUBLAS_STATUS_SUCCESS &&
-      found > 0 && r.state == CUBLAS_STATUS_SUCCESS) {
-    p.algo = r.algo;
+  if (cublasLtMatmulAlgoGetHeuristic(lt, p.op, p.a, p.b, p.c, p.c, pref, kCandidates, r, &found) !=
+      CUBLAS_STATUS_SUCCESS) {
+    return;
+  }
+  const bool tiny = int64_t(g.M) * g.N * g.K * std::max(g.batch, 1) <= kTinyGemm;
+  int pick = -1;
+  for (int i = 0; i < found; ++i) {
+    if (r[i].state != CUBLAS_STATUS_SUCCESS) continue;
+    if (pick < 0) pick = i;
+    if (!tiny || split_k(r[i].algo) == 1) {
+      pick = i;
+      break;
+    }
+  }
+  if (pick >= 0) {
+    p.algo = r[pick].algo;
     p.found = true;
   }
 }
