@@ -644,3 +644,36 @@ def test_conv_bn_relu_folds_in_inference(device, fusion_on, nd, groups, bias):
     # Recording gradients: the graph keeps its batch norm (autograd sees the values it expects).
     y3 = model(xt)
     assert "batch_norm" in pf.explain(y3)
+
+
+def test_constants_read_only_by_a_region_are_not_evaluated(device, fusion_on):
+    """A constant (a full, through any views) that only a region reads
+    becomes a kernel argument and is never filled in memory; one that
+    something else also holds is evaluated as usual."""
+    x = make_tensor(random_array((8, 6)), device=device)
+
+    def build():
+        a = pf.where(x > 0, x, pf.full((), -0.25)) * 2.0
+        b = pf.exp(x) + pf.full((8, 6), 3.0)
+        c = pf.tanh(x) - pf.broadcast_to(pf.reshape(pf.full((), 1.5), (1, 1)), (8, 6))
+        return [a, b, c]
+    for y in build():
+        plan = pf.explain(y)
+        assert plan.count("fused[") == 1 and "full" not in plan, plan
+    both_ways(build)
+    kept = pf.full((8, 6), 3.0)  # a user handle: filled, and read by the region as a load
+    y = pf.exp(x) + kept
+    assert "full" in pf.explain(y), pf.explain(y)
+    np.testing.assert_allclose(y.numpy(), np.exp(x.numpy()) + np.float32(3.0), rtol=1e-6)
+    np.testing.assert_array_equal(kept.numpy(), np.full((8, 6), 3.0, np.float32))
+
+
+def test_relu_gradient_fills_no_zeros(device, fusion_on):
+    x = make_tensor(random_array((16, 8)), device=device)
+    w = make_tensor(random_array((8, 4)), device=device)
+    w.requires_grad = True
+    (g,) = pf.grad([pf.relu(pf.matmul(x, w)).sum()], [w])
+    plan = pf.explain(g)
+    assert "full" not in plan and plan.count("fused[") == 1, plan
+    h = x.numpy() @ w.numpy()
+    np.testing.assert_allclose(g.numpy(), x.numpy().T @ (h > 0).astype(np.float32), rtol=1e-5, atol=1e-5)

@@ -316,10 +316,11 @@ struct Builder {
   }
 
   // Marks a constant's view chain replaced while each link is held only by
-  // the one before it (else the link is evaluated as usual).
+  // the one before it (else the link is evaluated as usual). `head` is an
+  // entry of the region's constants list, which holds one reference itself.
   void replace_chain(const std::shared_ptr<Node>& head, FusedRegion& r) {
     const int hp = pos_or(head.get());
-    if (hp < 0 || plan.replaced[hp] || outside_refs(head, r.members) != 0) return;
+    if (hp < 0 || plan.replaced[hp] || outside_refs(head, r.members) != 1) return;
     plan.replaced[hp] = 1;
     r.unfused_order.push_back(head.get());
     for (const std::shared_ptr<Node>* n = &head; (*n)->prim && (*n)->prim->is_view();) {
