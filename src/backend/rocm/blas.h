@@ -1,7 +1,7 @@
 // BLAS (spec: ROCmBLAS): rocBLAS on AMD, cuBLAS on NVIDIA (GEMMs through
-// cuBLASLt with per-problem plans, blas_lt.cc), column-major as BLAS itself. Every call runs on the handle's bound stream under the
-// context's lock; fp16/bf16 accumulate in fp32; fp32 uses no TF32 unless
-// set_allow_tf32(true).
+// cuBLASLt with per-problem plans, blas_lt.cc), column-major as BLAS itself.
+// Every call runs on the handle's bound stream under the context's lock;
+// fp16/bf16 accumulate in fp32; fp32 uses no TF32 unless set_allow_tf32(true).
 #pragma once
 #include <cstdint>
 #include <memory>

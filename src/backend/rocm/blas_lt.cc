@@ -6,9 +6,9 @@
 // problem (types, transposes, sizes, leading dimensions, strides, batch,
 // pointer alignments), the descriptors and the algorithm the heuristic picked
 // the first time, so a later call is one cublasLtMatmul. The choice is the
-// heuristic's own first choice for the same problem, and it is fixed per
-// problem, so repeated calls are bit-identical. rocBLAS (AMD) keeps its own
-// call: it has no per-call heuristic to save.
+// heuristic's first choice (for a tiny problem, its first that is one kernel:
+// make_plan), fixed per problem, so repeated calls are bit-identical. rocBLAS
+// (AMD) keeps its own call.
 //
 // The plans belong to one DeviceContext and are used under its BLAS handle's
 // rule (one thread at a time: blas.cc, lock_handle), so they need no lock.
