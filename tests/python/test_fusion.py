@@ -133,6 +133,14 @@ def random_graph(seed, dtype, shape, device, n_ops=8, held=0):
                 z = pf.where(c, x, y)
             elif kind == "w":
                 z = pf.where(x > y, y, x) if dtype != "bool" else pf.where(x, y, x)
+            elif kind == "s" and k % 3 == 0:
+                # A constant tensor, alone or through views: a scalar step of
+                # the region, never filled in memory.
+                v = True if dtype == "bool" else 0.75 if dtype in FLOATS else 3
+                c = pf.full((), v, dtype=dtype, device=x.device)
+                if k % 2:
+                    c = pf.broadcast_to(pf.reshape(c, (1,) * len(shape)), tuple(shape))
+                z = pf.where(c, x, y) if dtype == "bool" else x * c
             elif kind == "s":
                 # A Python number: a scalar operand of the Binary node.
                 if dtype in FLOATS:
