@@ -114,6 +114,21 @@ def test_matmul_offset_views(device, dtype):
             assert_close(pf.matmul(x[1], y[2]), want, dtype, atol=atol, device=device)
 
 
+def test_matmul_many_problem_sizes(device):
+    """More GEMM problems than a device context keeps plans for (1,024 on
+    NVIDIA): the plans start over and every product stays right."""
+    rng = np.random.default_rng(5)
+    b = rng.standard_normal((8, 6)).astype(np.float32)
+    tb = make_tensor(b, "float32")
+    for m in range(2, 1100):
+        a = rng.standard_normal((m, 8)).astype(np.float32)
+        if m % 97 == 0 or m > 1090:
+            assert_close(pf.matmul(make_tensor(a, "float32"), tb), a.astype(np.float64) @ b, "float32",
+                         device=device)
+        else:
+            pf.eval(pf.matmul(make_tensor(a, "float32"), tb))
+
+
 def test_matmul_mixed_dtypes(device):
     a = random_array((3, 4), "int32", -5, 5)
     b = random_array((4, 2), "float16", -2, 2)
