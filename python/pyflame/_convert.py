@@ -73,7 +73,6 @@ def to_array(obj, fn="tensor"):
     return np.asarray(arr, dtype=target, order="C")
 
 
-
 def scalar_value(value, dtype, fn, what="value"):
     """A Python or NumPy real number (or a one-element tensor) as the float
     the core's ``full`` takes for dtype, converted as an assignment does:

@@ -17,7 +17,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 #include <unordered_map>
+#include <utility>
 
 #include "backend/rocm/blas.h"
 
@@ -29,9 +31,7 @@ struct GemmKey {
 };
 struct GemmKeyHash {
   size_t operator()(const GemmKey& k) const {
-    uint64_t h = 1469598103934665603ull;
-    for (int64_t x : k.v) h = (h ^ uint64_t(x)) * 1099511628211ull;
-    return size_t(h);
+    return std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(k.v), sizeof(k.v)));
   }
 };
 
@@ -129,16 +129,16 @@ void make_plan(GemmPlan& p, cublasLtHandle_t lt, const LtGemm& g, const int alig
   } release{pref};
   const uint64_t ws = workspace;
   PF_BLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
-  const cublasLtMatmulPreferenceAttributes_t align_attr[3] = {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                                                               CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                                                               CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES};
-  for (int i = 0; i < 3; ++i) {
-    const uint32_t v = uint32_t(align[i]);
-    PF_BLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, align_attr[i], &v, sizeof(v)));
+  // D is C (the product is written in place).
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, int> aligns[4] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align[0]},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align[1]},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align[2]},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align[2]}};
+  for (const auto& [attr, bytes] : aligns) {
+    const uint32_t v = uint32_t(bytes);
+    PF_BLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &v, sizeof(v)));
   }
-  const uint32_t vd = uint32_t(align[2]);
-  PF_BLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &vd,
-                                                     sizeof(vd)));
   cublasLtMatmulHeuristicResult_t r[kCandidates] = {};
   int found = 0;
   // A problem the library has no algorithm for answers NOT_SUPPORTED: the legacy call decides.
