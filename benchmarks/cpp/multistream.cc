@@ -7,7 +7,12 @@
 // the ratios to "off".
 //
 //   pyflame_bench_multistream [device=rocm:0] [threads=8] [layers=8] [width=1024] [evals=200]
-//                             [mode=all|off|on|compiled]
+//                             [mode=all|off|on|compiled] [phases=0|1]
+//
+// phases=1 evaluates the upload, the layers and the download separately and
+// prints the mean time per evaluation of each phase (summed over threads, so
+// a phase that waits for the GPU shows its wait): where a thread's time goes.
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -29,6 +34,15 @@ struct Setup {
   int threads = 8, layers = 8, width = 1024, evals = 200;
   std::string mode = "all";
   std::vector<int> batches{16, 32, 64, 128, 256};
+  bool phases = false;
+};
+
+using Clock = std::chrono::steady_clock;
+
+// Seconds per phase, summed over a run's threads.
+struct Phases {
+  std::atomic<int64_t> ns[4] = {};
+  static constexpr const char* names[4] = {"upload", "record", "evaluate", "download"};
 };
 
 Tensor upload(const std::vector<uint16_t>& host, int64_t batch, const Setup& s) {
@@ -44,6 +58,7 @@ std::vector<Tensor> layers(const std::vector<Tensor>& ws, const Tensor& x) {
 
 // Evaluations per second with every thread running `evals` evaluations.
 double run(const Setup& s, const std::vector<Tensor>& ws, bool compiled) {
+  Phases phases;
   std::vector<std::vector<uint16_t>> inputs;
   for (int b : s.batches) inputs.emplace_back(static_cast<size_t>(b) * s.width, 0x3c00);  // 1.0
   auto worker = [&](int t) {
@@ -51,17 +66,43 @@ double run(const Setup& s, const std::vector<Tensor>& ws, bool compiled) {
     std::vector<uint16_t> out(static_cast<size_t>(s.batches.back()) * s.width);
     for (int j = 0; j < s.evals; ++j) {
       const size_t k = (t + j) % s.batches.size();
+      if (!s.phases) {
+        Tensor x = upload(inputs[k], s.batches[k], s);
+        Tensor y = compiled ? fn({x})[0] : layers(ws, x)[0];
+        y.copy_to_host(out.data());
+        continue;
+      }
+      auto t = Clock::now();
+      auto lap = [&](int phase) {
+        const auto now = Clock::now();
+        phases.ns[phase] += std::chrono::duration_cast<std::chrono::nanoseconds>(now - t).count();
+        t = now;
+      };
       Tensor x = upload(inputs[k], s.batches[k], s);
+      x.eval();
+      lap(0);
       Tensor y = compiled ? fn({x})[0] : layers(ws, x)[0];
+      lap(1);
+      y.eval();
+      lap(2);
       y.copy_to_host(out.data());
+      lap(3);
     }
   };
   worker(0);  // warm-up: kernels, handles, caches
-  const auto t0 = std::chrono::steady_clock::now();
+  for (auto& n : phases.ns) n = 0;
+  const auto t0 = Clock::now();
   std::vector<std::thread> ts;
   for (int t = 0; t < s.threads; ++t) ts.emplace_back(worker, t);
   for (auto& t : ts) t.join();
-  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (s.phases) {
+    std::printf("    per evaluation and thread:");
+    for (int i = 0; i < 4; ++i) {
+      std::printf(" %s %.1f us", Phases::names[i], 1e-3 * double(phases.ns[i]) / (s.threads * s.evals));
+    }
+    std::printf("\n");
+  }
   return s.threads * s.evals / sec;
 }
 
@@ -79,6 +120,7 @@ int main(int argc, char** argv) {
     else if (k == "layers") s.layers = std::atoi(v.c_str());
     else if (k == "width") s.width = std::atoi(v.c_str());
     else if (k == "evals") s.evals = std::atoi(v.c_str());
+    else if (k == "phases") s.phases = v == "1";
     else if (k == "mode" && (v == "all" || v == "off" || v == "on" || v == "compiled")) s.mode = v;
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());

@@ -291,9 +291,15 @@ bool Tensor::is_view_of(const Tensor& base) const {
 
 void Tensor::copy_to_host(void* dst) const {
   runtime::trace_host_read("a host read (item(), numpy(), bool() or a copy to the host)");
-  Tensor h = device().is_cpu() ? *this : to_device(*this, Device::cpu());
-  h.eval();
-  runtime::copy_host_contiguous(h, dst);
+  if (device().is_cpu()) {
+    eval();
+    runtime::copy_host_contiguous(*this, dst);
+    return;
+  }
+  // One evaluation computes the tensor and downloads it into dst (on the
+  // evaluation's stream), with no host tensor in between.
+  Tensor src = contiguous(*this);
+  Tensor::make({}, Dtype::UInt8, Device::cpu(), std::make_shared<DownloadTo>(dst), {src}).eval();
 }
 
 std::string Tensor::str() const {

@@ -27,6 +27,7 @@ namespace pyflame {
   X(Where)                       \
   X(AsType)                      \
   X(ToDevice)                    \
+  X(DownloadTo)                  \
   X(Reduce)                      \
   X(Softmax)                     \
   X(Matmul)                      \
@@ -160,6 +161,19 @@ class ToDevice : public Primitive {
   PF_NO_PARAMS
   PF_EVAL_DECLS
   PF_VJP_DECL
+};
+
+// Copies its row-major input into caller-owned host memory, evaluated with
+// whatever produces the input (Tensor::copy_to_host): a download lands in
+// the destination directly, with no host tensor in between. The output is
+// a 0-d byte on the CPU that nothing reads.
+class DownloadTo : public Primitive {
+ public:
+  explicit DownloadTo(void* d) : dst(d) {}
+  const char* name() const override { return "copy_to_host"; }
+  PF_PARAMS(reinterpret_cast<uintptr_t>(dst))
+  PF_EVAL_DECLS
+  void* dst;
 };
 
 // ---- reductions ----

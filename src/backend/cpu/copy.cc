@@ -67,4 +67,13 @@ void ToDevice::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
   }
 }
 
+void DownloadTo::eval_cpu(const std::vector<Tensor>& in, Tensor&) {
+  const Tensor& x = in[0];
+  if (x.device().is_cpu()) {
+    cpu::copy_strided_to_contiguous(x, dst);
+  } else {
+    backend::rocm::copy_to_host(x, dst);
+  }
+}
+
 }  // namespace pyflame

@@ -71,6 +71,12 @@ void check_device(int device);
 hipStream_t current_stream(int device);
 // Whether this thread is inside an evaluation that takes multi_stream bundles.
 bool using_bundles();
+// Hands a pinned staging block whose copy is queued on ctx's stream to the
+// evaluation that will wait for that stream at its end (a multi_stream
+// bundle it took): released then, with no event. False where no such wait
+// comes (shared stream, no evaluation): the caller releases it after the
+// stream (PinnedMemoryPool::release_after).
+bool release_at_finish(DeviceContext& ctx, void* pinned);
 // Orders everything later queued on `after` behind what `before` holds now.
 void order_streams(hipStream_t before, hipStream_t after);
 

@@ -63,6 +63,7 @@ struct EvalContext {
   std::vector<Slab> slabs;                    // the words of this evaluation's checks
   std::vector<Check> checks;                  // in the order the kernels made them
   size_t checks_made = 0;                     // by this evaluation, read or not
+  std::vector<void*> staging;                 // pinned blocks released once the bundles are drained
 };
 
 // The one evaluation context of this thread (reused: no allocation per
@@ -202,6 +203,28 @@ DeviceContext& context(int device) {
 
 bool using_bundles() { return t_eval && t_eval->bundles; }
 
+bool release_at_finish(DeviceContext& ctx, void* pinned) {
+  EvalContext* ev = t_eval;
+  if (!ev || std::find(ev->taken.begin(), ev->taken.end(), &ctx) == ev->taken.end()) return false;
+  ev->staging.push_back(pinned);
+  return true;
+}
+
+namespace {
+// The staging blocks of an evaluation whose bundles are drained.
+void release_staging(EvalContext& ev) noexcept {
+  PinnedMemoryPool& pool = get_pinned_pool();
+  for (void* p : ev.staging) {
+    try {
+      pool.release(p);
+    } catch (...) {
+      // Not this pool's: nothing to give back.
+    }
+  }
+  ev.staging.clear();
+}
+}  // namespace
+
 hipStream_t current_stream(int device) {
   const EvalContext* ev = t_eval;
   if (ev && static_cast<unsigned>(device) < static_cast<unsigned>(kMaxDevices) && ev->devices[device]) {
@@ -321,6 +344,7 @@ void GpuEvaluation::finish() {
       DeviceGuard g(b->device);
       PF_HIP_CHECK(hipStreamSynchronize(b->stream));
     }
+    release_staging(*ev);
   }
   finished_ = true;
 }
@@ -338,6 +362,7 @@ GpuEvaluation::~GpuEvaluation() {
     if (!finished_) drain(b);
     give_back(b);
   }
+  release_staging(ev);  // every bundle drained
   ev.taken.clear();
   for (int d : ev.touched) ev.devices[d] = nullptr;
   ev.touched.clear();

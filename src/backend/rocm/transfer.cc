@@ -79,8 +79,12 @@ void upload(const void* src, size_t bytes, void* dst, DeviceContext& ctx) {
   PinnedMemoryPool& pool = get_pinned_pool();
   void* staging = pool.acquire(bytes);
   std::memcpy(staging, src, bytes);
-  PF_HIP_CHECK(hipMemcpyAsync(dst, staging, bytes, hipMemcpyHostToDevice, ctx.stream));
-  pool.release_after(staging, ctx.stream);
+  const hipError_t err = hipMemcpyAsync(dst, staging, bytes, hipMemcpyHostToDevice, ctx.stream);
+  if (err != hipSuccess) {
+    pool.release(staging);  // nothing was queued
+    PF_HIP_CHECK(err);
+  }
+  if (!release_at_finish(ctx, staging)) pool.release_after(staging, ctx.stream);
 }
 
 }  // namespace pyflame::backend::rocm
@@ -101,6 +105,15 @@ void ToDevice::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
     upload(host.data(), host.size(), out.raw_data(), ctx);
     PF_HIP_CHECK(hipStreamSynchronize(ctx.stream));  // `host` dies at return
   }
+}
+
+}  // namespace pyflame
+
+namespace pyflame {
+
+// Its output is on the host: never run here.
+void DownloadTo::eval_gpu(const std::vector<Tensor>&, Tensor&) {
+  throw RuntimeError(errmsg(name(), "internal error: a download evaluated on a GPU"));
 }
 
 }  // namespace pyflame
