@@ -72,6 +72,12 @@ bool gpu_graph_replay(GpuGraph& graph, const std::vector<DeviceCopy>& in,
 // Inside a GpuEvaluation: the copies, on this evaluation's stream of `device`.
 void gpu_copy(int device, const std::vector<DeviceCopy>& copies);
 
+// Copies a GPU tensor (row-major, evaluated) into host memory at `dst`
+// for a DownloadTo node: dst holds the values when the evaluation has
+// finished (with multi_stream, the bytes leave the pinned block after the
+// evaluation's one wait for its stream), not when this returns.
+void download_gpu(const Tensor& src, void* dst);
+
 // Copies a CPU tensor (any layout, evaluated) row-major into `dst`.
 void copy_host_contiguous(const Tensor& src, void* dst);
 

@@ -56,3 +56,46 @@ def test_gpu_download_makes_no_host_tensor(gpu_device):
     out = (x + 1.0).numpy()
     assert cpu.max_memory_allocated() - base < 4096  # the download's 1-byte marker, no 4 MiB buffer
     np.testing.assert_array_equal(out, np.full(n, 3.0, dtype=np.float32))
+
+
+class _HostScaled(pf.autograd.Function):
+    """A backward that reads its cotangent on the host (a download while backward() runs)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2.0
+
+    @staticmethod
+    def backward(ctx, grad):
+        host = grad.numpy()
+        return grad * float(host.sum())
+
+
+def test_download_inside_backward(device, streams):
+    x = pf.tensor(np.arange(4, dtype=np.float32), device=device, requires_grad=True)
+    y = _HostScaled.apply(x)
+    (y * pf.tensor(np.full(4, 0.5, dtype=np.float32), device=device)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(4, 0.5 * 2.0, dtype=np.float32))
+
+
+def test_downloads_from_threads(gpu_device, streams, rng):
+    import threading
+
+    a = rng.standard_normal((64, 48)).astype(np.float32)
+    x = pf.eval(pf.tensor(a, device=gpu_device))
+    errors = []
+
+    def work(k):
+        try:
+            for j in range(20):
+                got = (x * float(k) + float(j)).numpy()
+                np.testing.assert_allclose(got, a * k + j, rtol=1e-6, atol=1e-6)
+        except Exception as e:  # noqa: BLE001: reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors[0]

@@ -72,7 +72,7 @@ void DownloadTo::eval_cpu(const std::vector<Tensor>& in, Tensor&) {
   if (x.device().is_cpu()) {
     cpu::copy_strided_to_contiguous(x, dst);
   } else {
-    backend::rocm::copy_to_host(x, dst);
+    runtime::download_gpu(x, dst);
   }
 }
 

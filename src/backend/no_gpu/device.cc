@@ -52,6 +52,9 @@ GpuEvaluation::GpuEvaluation() = default;
 GpuEvaluation::~GpuEvaluation() = default;
 void GpuEvaluation::finish() {}
 size_t GpuEvaluation::checks_made() const { return 0; }
+void download_gpu(const Tensor&, void*) {
+  throw RuntimeError(errmsg("to", "ROCm is not available: this build has no GPU backend"));
+}
 std::shared_ptr<Buffer> allocate_gpu(int, size_t) {
   throw RuntimeError(errmsg("allocate", "ROCm is not available: this build has no GPU backend"));
 }

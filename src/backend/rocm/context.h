@@ -77,6 +77,10 @@ bool using_bundles();
 // comes (shared stream, no evaluation): the caller releases it after the
 // stream (PinnedMemoryPool::release_after).
 bool release_at_finish(DeviceContext& ctx, void* pinned);
+// As release_at_finish for a download's staging block (D2H queued on ctx's
+// stream): after that wait, `bytes` go from it to `dst`, then it is
+// released. Only in the outermost evaluation, whose finish() does the wait.
+bool download_at_finish(DeviceContext& ctx, void* pinned, void* dst, size_t bytes);
 // Orders everything later queued on `after` behind what `before` holds now.
 void order_streams(hipStream_t before, hipStream_t after);
 

@@ -64,6 +64,13 @@ struct EvalContext {
   std::vector<Check> checks;                  // in the order the kernels made them
   size_t checks_made = 0;                     // by this evaluation, read or not
   std::vector<void*> staging;                 // pinned blocks released once the bundles are drained
+  struct Download {
+    void* staging;
+    void* dst;
+    size_t bytes;
+  };
+  std::vector<Download> downloads;  // copied out of their staging once the bundles are drained
+  int depth = 0;                    // GpuEvaluations open on this thread (nested ones share this)
 };
 
 // The one evaluation context of this thread (reused: no allocation per
@@ -107,9 +114,11 @@ DeviceContext* take_bundle(int device) {
     b->bundle = true;
   }
   // Work queued on the shared stream (uploads, earlier evaluations with
-  // multi_stream off) comes first.
+  // multi_stream off) comes first. An idle shared stream has finished all
+  // of it: then there is nothing to order (one query instead of an event
+  // recorded and waited on).
   DeviceGuard g(device);
-  order_streams(shared.stream, b->stream);
+  if (hipStreamQuery(shared.stream) != hipSuccess) order_streams(shared.stream, b->stream);
   return b;
 }
 
@@ -203,17 +212,22 @@ DeviceContext& context(int device) {
 
 bool using_bundles() { return t_eval && t_eval->bundles; }
 
-bool release_at_finish(DeviceContext& ctx, void* pinned) {
-  EvalContext* ev = t_eval;
-  if (!ev || std::find(ev->taken.begin(), ev->taken.end(), &ctx) == ev->taken.end()) return false;
-  ev->staging.push_back(pinned);
-  return true;
+namespace {
+// Whether finish() of this thread's evaluation will wait for ctx's stream.
+bool drained_at_finish(const EvalContext* ev, const DeviceContext& ctx) {
+  return ev && std::find(ev->taken.begin(), ev->taken.end(), &ctx) != ev->taken.end();
 }
 
-namespace {
-// The staging blocks of an evaluation whose bundles are drained.
-void release_staging(EvalContext& ev) noexcept {
+// An evaluation's bundles are drained: the downloads' bytes go to their
+// destinations (`copy`: finish() reached its wait), then every staging
+// block goes back.
+void release_staging(EvalContext& ev, bool copy) noexcept {
   PinnedMemoryPool& pool = get_pinned_pool();
+  for (const auto& d : ev.downloads) {
+    if (copy) std::memcpy(d.dst, d.staging, d.bytes);
+    ev.staging.push_back(d.staging);
+  }
+  ev.downloads.clear();
   for (void* p : ev.staging) {
     try {
       pool.release(p);
@@ -224,6 +238,18 @@ void release_staging(EvalContext& ev) noexcept {
   ev.staging.clear();
 }
 }  // namespace
+
+bool release_at_finish(DeviceContext& ctx, void* pinned) {
+  if (!drained_at_finish(t_eval, ctx)) return false;
+  t_eval->staging.push_back(pinned);
+  return true;
+}
+
+bool download_at_finish(DeviceContext& ctx, void* pinned, void* dst, size_t bytes) {
+  if (!drained_at_finish(t_eval, ctx) || t_eval->depth != 1) return false;
+  t_eval->downloads.push_back({pinned, dst, bytes});
+  return true;
+}
 
 hipStream_t current_stream(int device) {
   const EvalContext* ev = t_eval;
@@ -325,8 +351,12 @@ namespace pyflame::runtime {
 using namespace backend::rocm;
 
 GpuEvaluation::GpuEvaluation() {
-  if (t_eval) return;  // nested: the outer evaluation's context
+  if (t_eval) {  // nested: the outer evaluation's context
+    ++t_eval->depth;
+    return;
+  }
   t_storage.bundles = g_multi_stream.load();
+  t_storage.depth = 1;
   t_eval = &t_storage;
   owner_ = true;
 }
@@ -344,13 +374,16 @@ void GpuEvaluation::finish() {
       DeviceGuard g(b->device);
       PF_HIP_CHECK(hipStreamSynchronize(b->stream));
     }
-    release_staging(*ev);
+    release_staging(*ev, true);
   }
   finished_ = true;
 }
 
 GpuEvaluation::~GpuEvaluation() {
-  if (!owner_) return;
+  if (!owner_) {
+    --t_eval->depth;
+    return;
+  }
   EvalContext& ev = *t_eval;
   // After an error (finish() not reached or raising) the streams are still
   // drained before the bundles go back, so the next evaluation starts
@@ -362,10 +395,11 @@ GpuEvaluation::~GpuEvaluation() {
     if (!finished_) drain(b);
     give_back(b);
   }
-  release_staging(ev);  // every bundle drained
+  release_staging(ev, false);  // every bundle drained; after an error no download is written
   ev.taken.clear();
   for (int d : ev.touched) ev.devices[d] = nullptr;
   ev.touched.clear();
+  ev.depth = 0;
   t_eval = nullptr;
 }
 

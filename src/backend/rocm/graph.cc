@@ -33,6 +33,9 @@ class GpuGraph {
   hipGraphExec_t exec = nullptr;
   hipEvent_t done = nullptr;  // after the last replay's copies out, by copy calls
   hipEvent_t last = nullptr;  // after the last replay, by either form
+  // The streams `done` and `last` were recorded on: a replay on the same
+  // stream is ordered after the last one without a wait.
+  hipStream_t done_stream = nullptr, last_stream = nullptr;
   uint64_t epoch = 0;         // the allocator's release epoch at capture
   std::vector<CapturedCheck> checks;  // range checks the graph makes, read after each launch
   std::mutex mu;              // one replay enqueued at a time
@@ -82,6 +85,7 @@ void GpuGraph::drop_io() {
   table = table_dev = nullptr;
   io_bytes.clear();
   last = done;  // the slots' launches are over (waited for above); their events are gone
+  last_stream = done_stream;
 }
 
 bool GpuGraph::io_ready(const std::vector<DeviceCopy>& in, const std::vector<DeviceCopy>& out) {
@@ -142,6 +146,7 @@ void GpuGraph::launch_io(hipStream_t stream, const std::vector<DeviceCopy>& in, 
   PF_HIP_CHECK(hipEventRecord(s.done, stream));
   s.launched = true;
   last = s.done;
+  last_stream = stream;
 }
 
 namespace {
@@ -224,7 +229,8 @@ bool gpu_graph_replay(GpuGraph& g, const std::vector<DeviceCopy>& in, const std:
   DeviceContext& ctx = context(g.ctx->device);
   DeviceGuard dg(ctx.device);
   std::lock_guard lk(g.mu);
-  if (g.last) PF_HIP_CHECK(hipStreamWaitEvent(ctx.stream, g.last, 0));  // the previous replay, on any stream
+  // The previous replay, from any thread: on another stream, waited for.
+  if (g.last && g.last_stream != ctx.stream) PF_HIP_CHECK(hipStreamWaitEvent(ctx.stream, g.last, 0));
   // Without range checks nothing waits between the launch and the copies
   // out: they run as nodes of the graph, and the replay makes one call.
   if (g.checks.empty() && g.io_ready(in, out)) {
@@ -243,6 +249,7 @@ bool gpu_graph_replay(GpuGraph& g, const std::vector<DeviceCopy>& in, const std:
   }
   PF_HIP_CHECK(hipEventRecord(g.done, ctx.stream));
   g.last = g.done;
+  g.done_stream = g.last_stream = ctx.stream;
   return true;
 }
 

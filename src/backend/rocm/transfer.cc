@@ -7,6 +7,7 @@
 #include "backend/rocm/memory.h"
 #include "ir/primitives.h"
 #include "pyflame/backend/rocm.h"
+#include "runtime/backend.h"
 
 namespace pyflame::backend::rocm {
 
@@ -66,6 +67,37 @@ void copy_to_host(const Tensor& src, void* dst) {
   pool.release(staging);
   PF_HIP_CHECK(err);
 }
+
+}  // namespace pyflame::backend::rocm
+
+namespace pyflame::runtime {
+
+using namespace backend::rocm;
+
+void download_gpu(const Tensor& src, void* dst) {
+  const size_t bytes = src.nbytes();
+  if (!bytes) return;
+  if (!src.is_row_contiguous()) throw RuntimeError("[to] download needs a row-major tensor");
+  DeviceContext& ctx = context(src.device().index);
+  if (bytes <= kStagingLimit) {
+    DeviceGuard g(ctx.device);
+    PinnedMemoryPool& pool = get_pinned_pool();
+    void* staging = pool.acquire(bytes);
+    const hipError_t err = hipMemcpyAsync(staging, src.raw_data(), bytes, hipMemcpyDeviceToHost, ctx.stream);
+    if (err == hipSuccess && download_at_finish(ctx, staging, dst, bytes)) return;
+    // No wait comes at the end for this stream: wait here, as copy_to_host does.
+    hipError_t e = err == hipSuccess ? hipStreamSynchronize(ctx.stream) : err;
+    if (e == hipSuccess) std::memcpy(dst, staging, bytes);
+    pool.release(staging);
+    PF_HIP_CHECK(e);
+    return;
+  }
+  copy_to_host(src, dst);
+}
+
+}  // namespace pyflame::runtime
+
+namespace pyflame::backend::rocm {
 
 // Host data (row-major, evaluated) into a device buffer, on its stream.
 void upload(const void* src, size_t bytes, void* dst, DeviceContext& ctx) {
