@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import pyflame as pf
+from test_threads import run_threads
 
 cpu = pf.backend.cpu
 
@@ -79,23 +80,12 @@ def test_download_inside_backward(device, streams):
 
 
 def test_downloads_from_threads(gpu_device, streams, rng):
-    import threading
-
     a = rng.standard_normal((64, 48)).astype(np.float32)
     x = pf.eval(pf.tensor(a, device=gpu_device))
-    errors = []
 
     def work(k):
-        try:
-            for j in range(20):
-                got = (x * float(k) + float(j)).numpy()
-                np.testing.assert_allclose(got, a * k + j, rtol=1e-6, atol=1e-6)
-        except Exception as e:  # noqa: BLE001: reported below
-            errors.append(e)
+        for j in range(20):
+            got = (x * float(k) + float(j)).numpy()
+            np.testing.assert_allclose(got, a * k + j, rtol=1e-6, atol=1e-6)
 
-    ts = [threading.Thread(target=work, args=(k,)) for k in range(6)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    assert not errors, errors[0]
+    run_threads(work)

@@ -48,7 +48,11 @@ std::shared_ptr<Buffer> allocate_on(DeviceContext& ctx, size_t bytes) {
 
 std::shared_ptr<Buffer> allocate_buffer(int device, size_t bytes) { return allocate_on(context(device), bytes); }
 
-void copy_to_host(const Tensor& src, void* dst) {
+namespace {
+// A download of `src` into `dst`. `deferred`: a DownloadTo's, which may
+// leave its bytes in the staging block until the evaluation's final wait
+// (download_at_finish); else dst holds them when this returns.
+void download(const Tensor& src, void* dst, bool deferred) {
   const size_t bytes = src.nbytes();
   if (!bytes) return;
   if (!src.is_row_contiguous()) throw RuntimeError("[to] download needs a row-major tensor");
@@ -62,38 +66,21 @@ void copy_to_host(const Tensor& src, void* dst) {
   PinnedMemoryPool& pool = get_pinned_pool();
   void* staging = pool.acquire(bytes);
   hipError_t err = hipMemcpyAsync(staging, src.raw_data(), bytes, hipMemcpyDeviceToHost, ctx.stream);
+  if (err == hipSuccess && deferred && download_at_finish(ctx, staging, dst, bytes)) return;
   if (err == hipSuccess) err = hipStreamSynchronize(ctx.stream);
   if (err == hipSuccess) std::memcpy(dst, staging, bytes);
   pool.release(staging);
   PF_HIP_CHECK(err);
 }
+}  // namespace
+
+void copy_to_host(const Tensor& src, void* dst) { download(src, dst, false); }
 
 }  // namespace pyflame::backend::rocm
 
 namespace pyflame::runtime {
 
-using namespace backend::rocm;
-
-void download_gpu(const Tensor& src, void* dst) {
-  const size_t bytes = src.nbytes();
-  if (!bytes) return;
-  if (!src.is_row_contiguous()) throw RuntimeError("[to] download needs a row-major tensor");
-  DeviceContext& ctx = context(src.device().index);
-  if (bytes <= kStagingLimit) {
-    DeviceGuard g(ctx.device);
-    PinnedMemoryPool& pool = get_pinned_pool();
-    void* staging = pool.acquire(bytes);
-    const hipError_t err = hipMemcpyAsync(staging, src.raw_data(), bytes, hipMemcpyDeviceToHost, ctx.stream);
-    if (err == hipSuccess && download_at_finish(ctx, staging, dst, bytes)) return;
-    // No wait comes at the end for this stream: wait here, as copy_to_host does.
-    hipError_t e = err == hipSuccess ? hipStreamSynchronize(ctx.stream) : err;
-    if (e == hipSuccess) std::memcpy(dst, staging, bytes);
-    pool.release(staging);
-    PF_HIP_CHECK(e);
-    return;
-  }
-  copy_to_host(src, dst);
-}
+void download_gpu(const Tensor& src, void* dst) { backend::rocm::download(src, dst, true); }
 
 }  // namespace pyflame::runtime
 
