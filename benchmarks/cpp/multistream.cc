@@ -39,7 +39,7 @@ struct Setup {
 
 using Clock = std::chrono::steady_clock;
 
-// Seconds per phase, summed over a run's threads.
+// Nanoseconds per phase, summed over a run's threads.
 struct Phases {
   std::atomic<int64_t> ns[4] = {};
   static constexpr const char* names[4] = {"upload", "record", "evaluate", "download"};
@@ -72,11 +72,11 @@ double run(const Setup& s, const std::vector<Tensor>& ws, bool compiled) {
         y.copy_to_host(out.data());
         continue;
       }
-      auto t = Clock::now();
+      auto mark = Clock::now();
       auto lap = [&](int phase) {
         const auto now = Clock::now();
-        phases.ns[phase] += std::chrono::duration_cast<std::chrono::nanoseconds>(now - t).count();
-        t = now;
+        phases.ns[phase] += std::chrono::duration_cast<std::chrono::nanoseconds>(now - mark).count();
+        mark = now;
       };
       Tensor x = upload(inputs[k], s.batches[k], s);
       x.eval();
