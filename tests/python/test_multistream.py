@@ -132,3 +132,21 @@ def test_option_is_per_evaluation(gpu_device):
                     np.testing.assert_allclose(o, ref, rtol=1e-5, atol=1e-4)
     finally:
         pf.set_multi_stream(prev)
+
+
+def test_bundle_after_busy_shared_stream(gpu_device):
+    """An evaluation on a bundle while the shared stream is still busy: it is
+    ordered after that work, and the kernels it launches after asking the
+    stream run normally (a query's "not ready" is an answer, not an error)."""
+    n = 2048
+    a = pf.eval(pf.full((n, n), 1.0 / n, device=gpu_device))
+    prev = pf.multi_stream()
+    try:
+        pf.set_multi_stream(False)
+        b = pf.eval(a @ a @ a)  # queued on the shared stream; a @ a == a exactly
+        pf.set_multi_stream(True)
+        for _ in range(3):
+            np.testing.assert_array_equal((b + 1.0).numpy(), np.full((n, n), 1 + 1.0 / n, np.float32))
+            b = pf.eval(pf.relu(b @ a))
+    finally:
+        pf.set_multi_stream(prev)

@@ -189,8 +189,9 @@ class CclTransport final : public Transport {
   bool finished(hipEvent_t done) {
     r::DeviceGuard guard(device_);
     hipError_t e = hipEventQuery(done);
-    if (e != hipErrorNotReady) PF_HIP_CHECK(e);
-    return e == hipSuccess;
+    if (gpu::still_running(e)) return false;
+    PF_HIP_CHECK(e);
+    return true;
   }
 
   // Polls `done` until it completes, the communicator reports an error, or
@@ -202,7 +203,7 @@ class CclTransport final : public Transport {
     for (int spins = 0;; ++spins) {
       hipError_t e = hipEventQuery(done);
       if (e == hipSuccess) break;
-      if (e != hipErrorNotReady) PF_HIP_CHECK(e);
+      if (!gpu::still_running(e)) PF_HIP_CHECK(e);
       bool late = std::chrono::steady_clock::now() > deadline;
       std::lock_guard<std::mutex> lock(mu_);
       ncclResult_t async = ncclSuccess;

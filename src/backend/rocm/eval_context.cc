@@ -118,7 +118,11 @@ DeviceContext* take_bundle(int device) {
   // of it: then there is nothing to order (one query instead of an event
   // recorded and waited on).
   DeviceGuard g(device);
-  if (hipStreamQuery(shared.stream) != hipSuccess) order_streams(shared.stream, b->stream);
+  const hipError_t idle = hipStreamQuery(shared.stream);
+  if (idle != hipSuccess) {
+    (void)gpu::still_running(idle);
+    order_streams(shared.stream, b->stream);  // raises a query's real error, if any
+  }
   return b;
 }
 

@@ -327,7 +327,7 @@ struct PinnedMemoryPool::ThreadCache {
   void reclaim() {
     size_t kept = 0;
     for (Pending& p : pending) {
-      if (hipEventQuery(p.event) == hipErrorNotReady) {
+      if (gpu::still_running(hipEventQuery(p.event))) {
         pending[kept++] = p;
       } else {
         free.push_back(p.block);
@@ -412,7 +412,7 @@ PinnedMemoryPool::~PinnedMemoryPool() {
 void PinnedMemoryPool::reclaim_locked() {
   size_t kept = 0;
   for (Pending& p : pending_) {
-    if (hipEventQuery(p.event) == hipErrorNotReady) {
+    if (gpu::still_running(hipEventQuery(p.event))) {
       pending_[kept++] = p;
     } else {
       (void)hipEventDestroy(p.event);

@@ -161,6 +161,16 @@ namespace detail {
 }
 }  // namespace detail
 
+// Whether a stream or event query (hipStreamQuery, hipEventQuery) says the
+// work is still running. hipErrorNotReady is an answer, not a fault, but HIP
+// keeps it as the thread's last error, where the next PF_HIP_CHECK_LAUNCH()
+// would report it: it is cleared here.
+inline bool still_running(hipError_t query) {
+  if (query != hipErrorNotReady) return false;
+  (void)hipGetLastError();
+  return true;
+}
+
 }  // namespace pyflame::gpu
 
 // Evaluates a HIP call once; on failure throws pyflame::gpu::HipError (a std::runtime_error).
