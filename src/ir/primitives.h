@@ -163,10 +163,10 @@ class ToDevice : public Primitive {
   PF_VJP_DECL
 };
 
-// Copies its row-major input into caller-owned host memory, evaluated with
-// whatever produces the input (Tensor::copy_to_host): a download lands in
-// the destination directly, with no host tensor in between. The output is
-// a 0-d byte on the CPU that nothing reads.
+// Copies its row-major GPU input into caller-owned host memory, evaluated
+// with whatever produces the input (Tensor::copy_to_host): a download lands
+// in the destination directly, with no host tensor in between. The output
+// is a 0-d byte on the CPU that nothing reads.
 class DownloadTo : public Primitive {
  public:
   explicit DownloadTo(void* d) : dst(d) {}

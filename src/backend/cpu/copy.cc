@@ -67,13 +67,7 @@ void ToDevice::eval_cpu(const std::vector<Tensor>& in, Tensor& out) {
   }
 }
 
-void DownloadTo::eval_cpu(const std::vector<Tensor>& in, Tensor&) {
-  const Tensor& x = in[0];
-  if (x.device().is_cpu()) {
-    cpu::copy_strided_to_contiguous(x, dst);
-  } else {
-    runtime::download_gpu(x, dst);
-  }
-}
+// Only GPU tensors take this node (a host tensor is copied directly).
+void DownloadTo::eval_cpu(const std::vector<Tensor>& in, Tensor&) { runtime::download_gpu(in[0], dst); }
 
 }  // namespace pyflame

@@ -63,14 +63,15 @@ struct EvalContext {
   std::vector<Slab> slabs;                    // the words of this evaluation's checks
   std::vector<Check> checks;                  // in the order the kernels made them
   size_t checks_made = 0;                     // by this evaluation, read or not
-  std::vector<void*> staging;                 // pinned blocks released once the bundles are drained
-  struct Download {
-    void* staging;
+  // Pinned staging blocks released once the bundles are drained; a
+  // download's (dst set) first copies its bytes out.
+  struct Staged {
+    void* block;
     void* dst;
     size_t bytes;
   };
-  std::vector<Download> downloads;  // copied out of their staging once the bundles are drained
-  int depth = 0;                    // GpuEvaluations open on this thread (nested ones share this)
+  std::vector<Staged> staged;
+  int depth = 0;  // GpuEvaluations open on this thread (nested ones share this)
 };
 
 // The one evaluation context of this thread (reused: no allocation per
@@ -116,7 +117,9 @@ DeviceContext* take_bundle(int device) {
   // Work queued on the shared stream (uploads, earlier evaluations with
   // multi_stream off) comes first. An idle shared stream has finished all
   // of it: then there is nothing to order (one query instead of an event
-  // recorded and waited on).
+  // recorded and waited on). Here, not in order_streams: the shared stream
+  // never captures, while order_streams' `before` may, and a query would
+  // break that capture.
   DeviceGuard g(device);
   const hipError_t idle = hipStreamQuery(shared.stream);
   if (idle != hipSuccess) {
@@ -227,31 +230,27 @@ bool drained_at_finish(const EvalContext* ev, const DeviceContext& ctx) {
 // block goes back.
 void release_staging(EvalContext& ev, bool copy) noexcept {
   PinnedMemoryPool& pool = get_pinned_pool();
-  for (const auto& d : ev.downloads) {
-    if (copy) std::memcpy(d.dst, d.staging, d.bytes);
-    ev.staging.push_back(d.staging);
-  }
-  ev.downloads.clear();
-  for (void* p : ev.staging) {
+  for (const EvalContext::Staged& s : ev.staged) {
+    if (copy && s.dst) std::memcpy(s.dst, s.block, s.bytes);
     try {
-      pool.release(p);
+      pool.release(s.block);
     } catch (...) {
       // Not this pool's: nothing to give back.
     }
   }
-  ev.staging.clear();
+  ev.staged.clear();
 }
 }  // namespace
 
 bool release_at_finish(DeviceContext& ctx, void* pinned) {
   if (!drained_at_finish(t_eval, ctx)) return false;
-  t_eval->staging.push_back(pinned);
+  t_eval->staged.push_back({pinned, nullptr, 0});
   return true;
 }
 
 bool download_at_finish(DeviceContext& ctx, void* pinned, void* dst, size_t bytes) {
   if (!drained_at_finish(t_eval, ctx) || t_eval->depth != 1) return false;
-  t_eval->downloads.push_back({pinned, dst, bytes});
+  t_eval->staged.push_back({pinned, dst, bytes});
   return true;
 }
 

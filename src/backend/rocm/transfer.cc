@@ -76,16 +76,6 @@ void download(const Tensor& src, void* dst, bool deferred) {
 
 void copy_to_host(const Tensor& src, void* dst) { download(src, dst, false); }
 
-}  // namespace pyflame::backend::rocm
-
-namespace pyflame::runtime {
-
-void download_gpu(const Tensor& src, void* dst) { backend::rocm::download(src, dst, true); }
-
-}  // namespace pyflame::runtime
-
-namespace pyflame::backend::rocm {
-
 // Host data (row-major, evaluated) into a device buffer, on its stream.
 void upload(const void* src, size_t bytes, void* dst, DeviceContext& ctx) {
   DeviceGuard g(ctx.device);
@@ -126,9 +116,7 @@ void ToDevice::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
   }
 }
 
-}  // namespace pyflame
-
-namespace pyflame {
+void runtime::download_gpu(const Tensor& src, void* dst) { backend::rocm::download(src, dst, true); }
 
 // Its output is on the host: never run here.
 void DownloadTo::eval_gpu(const std::vector<Tensor>&, Tensor&) {
