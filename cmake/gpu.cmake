@@ -55,6 +55,11 @@ elseif(PYFLAME_GPU_BACKEND STREQUAL "ROCM")
   find_package(rocblas REQUIRED CONFIG)
   find_package(miopen REQUIRED CONFIG)
   find_package(hipsolver REQUIRED CONFIG)  # linalg decompositions (on rocSOLVER)
+  # hipBLASLt (GEMMs with per-problem plans and epilogues, blas_lt.cc), found by its header and
+  # library: Debian's CMake package names a static helper library the package does not ship.
+  find_path(PYFLAME_HIPBLASLT_INCLUDE hipblaslt/hipblaslt.h HINTS ${ROCM_PATH}/include REQUIRED)
+  find_library(PYFLAME_HIPBLASLT NAMES hipblaslt HINTS ${ROCM_PATH}/lib ${ROCM_PATH}/lib/x86_64-linux-gnu
+               REQUIRED)
   # hipRTC (run-time compiled fused kernels): its own library next to the HIP runtime.
   find_library(PYFLAME_HIPRTC NAMES hiprtc libhiprtc.so.6 HINTS ${ROCM_PATH}/lib
                ${ROCM_PATH}/lib/x86_64-linux-gnu REQUIRED)
@@ -146,5 +151,7 @@ function(pyflame_add_gpu_backend target)
     # hip::host, not hip::device: the latter would compile every C++ source of the
     # consumers as HIP.
     target_link_libraries(${target} PUBLIC hip::host roc::rocblas MIOpen roc::hipsolver ${PYFLAME_HIPRTC})
+    target_include_directories(${target} PRIVATE ${PYFLAME_HIPBLASLT_INCLUDE})
+    target_link_libraries(${target} PUBLIC ${PYFLAME_HIPBLASLT})
   endif()
 endfunction()

@@ -43,13 +43,15 @@ std::string explain(const std::vector<Tensor>& outputs);
 
 // Counters since start (or the last reset): regions evaluated fused, runs
 // that fell back to unfused kernels, run-time compiles, disk and memory
-// cache hits of compiled kernels.
+// cache hits of compiled kernels, GEMMs with their bias or relu applied by
+// the BLAS library.
 struct FusionStats {
   uint64_t regions = 0;
   uint64_t fallbacks = 0;
   uint64_t compiles = 0;
   uint64_t disk_hits = 0;
   uint64_t memory_hits = 0;
+  uint64_t gemm_epilogues = 0;  // GEMMs whose bias or relu the BLAS library applied
 };
 FusionStats fusion_stats();
 void reset_fusion_stats();

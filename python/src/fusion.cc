@@ -47,8 +47,10 @@ void init_fusion(nb::module_& m) {
     d["compiles"] = s.compiles;
     d["disk_hits"] = s.disk_hits;
     d["memory_hits"] = s.memory_hits;
+    d["gemm_epilogues"] = s.gemm_epilogues;
     return d;
-  }, "Counters: regions run fused, GPU fallbacks to unfused kernels, run-time compiles, kernel cache hits.");
+  }, "Counters: regions run fused, GPU fallbacks to unfused kernels, run-time compiles, kernel cache hits, "
+     "GEMMs whose bias or relu ran in the BLAS library's epilogue.");
   m.def("reset_fusion_stats", &reset_fusion_stats);
   m.def(
       "_fused_sources",

@@ -38,6 +38,9 @@ Tensor unary(UnaryOp op, const Tensor& x) {
   }
   // Transcendental ops on integers compute in float32, as in PyTorch.
   Tensor in = (!int_ok && !is_floating(x.dtype())) ? astype(x, Dtype::Float32) : x;
+  if (op == UnaryOp::Relu) {
+    if (auto folded = fold_gemm_relu(in)) return *folded;
+  }
   return Tensor::make(in.shape(), in.dtype(), in.device(), std::make_shared<Unary>(op), {in});
 }
 
@@ -59,6 +62,7 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   }
   if (op == BinaryOp::Add) {
     if (auto folded = fold_gemv_epilogue(a, b)) return *folded;
+    if (auto folded = fold_gemm_bias(a, b)) return *folded;
   }
   Shape s = broadcast_shapes(a.shape(), b.shape(), fn);
   Dtype out = is_comparison(op) ? Dtype::Bool : t;

@@ -272,14 +272,6 @@ AttentionWithCache scaled_dot_product_attention_cached(const Tensor& q, const Te
 
 // ---------------------------------------------------------------- GEMV folds
 
-namespace {
-
-// The fused kernel stages the input row in shared memory (48 KiB) and
-// computes a norm's sum with at most one block's threads.
-constexpr int64_t kFoldMaxRowBytes = 48 * 1024;
-
-// A pending node of the GPU, made without gradient, that nothing has
-// evaluated yet: what a fold may replace (its inputs are still attached).
 bool foldable(const Tensor& t) {
   const Node* n = t.node();
   return n && !n->buffer && n->prim && !n->device.is_cpu() && !t.requires_grad() &&
@@ -290,6 +282,12 @@ bool fold_enabled(const Tensor& a, const Tensor& b) {
   if (!get_fusion() || !get_fusion_gpu() || a.device().is_cpu()) return false;
   return !(is_grad_enabled() && (a.requires_grad() || b.requires_grad()));
 }
+
+namespace {
+
+// The fused kernel stages the input row in shared memory (48 KiB) and
+// computes a norm's sum with at most one block's threads.
+constexpr int64_t kFoldMaxRowBytes = 48 * 1024;
 
 template <class P>
 const P* pending(const Tensor& t) {
@@ -338,8 +336,6 @@ std::optional<Tensor> fold_gemv_epilogue(const Tensor& a, const Tensor& b) {
   return std::nullopt;
 }
 
-// Allocates an evaluated row-major tensor like `like` with another shape.
-namespace {
 Tensor scratch(const Shape& shape, const Tensor& like) {
   auto n = std::make_shared<Node>();
   n->shape = shape;
@@ -350,7 +346,6 @@ Tensor scratch(const Shape& shape, const Tensor& like) {
   n->state.store(NodeState::Done, std::memory_order_release);
   return Tensor(std::move(n));
 }
-}  // namespace
 
 void FusedGemv::eval_unfused(const std::vector<Tensor>& in, Tensor& out) const {
   const bool cpu = out.device().is_cpu();

@@ -50,6 +50,75 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   return out;
 }
 
+// ---------------------------------------------------------------- GEMM epilogue folds
+
+namespace {
+// A pending 2-D product the library runs as a GEMM (not the one-row or
+// one-column GEMV kernel) in a float dtype, or such a product already
+// folded with a bias and no relu.
+bool gemm_product(const Tensor& p) {
+  if (!foldable(p) || p.ndim() != 2 || p.shape(0) < 2 || p.shape(1) < 2) return false;
+  const Dtype t = p.dtype();
+  if (!(t == Dtype::Float32 || t == Dtype::Float16 || t == Dtype::BFloat16)) return false;
+  if (dynamic_cast<const Matmul*>(p.primitive())) return p.inputs()[0].shape(1) > 0;
+  const auto* f = dynamic_cast<const FusedGemm*>(p.primitive());
+  return f && !f->relu;
+}
+}  // namespace
+
+std::optional<Tensor> fold_gemm_bias(const Tensor& a, const Tensor& b) {
+  if (!fold_enabled(a, b)) return std::nullopt;
+  for (int side : {0, 1}) {
+    const Tensor& p = side ? b : a;  // the product
+    const Tensor& c = side ? a : b;  // the bias
+    if (!gemm_product(p) || !dynamic_cast<const Matmul*>(p.primitive())) continue;
+    if (p.dtype() != Dtype::Float32 || c.dtype() != Dtype::Float32 || c.device() != p.device()) continue;
+    if (c.ndim() != 1 || c.shape(0) != p.shape(1)) continue;
+    std::vector<Tensor> in = p.inputs();
+    in.push_back(c);
+    return Tensor::make(p.shape(), p.dtype(), p.device(), std::make_shared<FusedGemm>(true, false), std::move(in));
+  }
+  return std::nullopt;
+}
+
+std::optional<Tensor> fold_gemm_relu(const Tensor& x) {
+  if (!fold_enabled(x, x) || !gemm_product(x)) return std::nullopt;
+  const auto* f = dynamic_cast<const FusedGemm*>(x.primitive());
+  return Tensor::make(x.shape(), x.dtype(), x.device(), std::make_shared<FusedGemm>(f && f->bias, true),
+                      x.inputs());
+}
+
+void FusedGemm::eval_unfused(const std::vector<Tensor>& in, Tensor& out) const {
+  const bool cpu = out.device().is_cpu();
+  auto run = [cpu](Primitive& p, const std::vector<Tensor>& i, Tensor& o) {
+    if (cpu) p.eval_cpu(i, o);
+    else p.eval_gpu(i, o);
+  };
+  Tensor y = relu || bias ? scratch(out.shape(), out) : out;
+  Matmul mm;
+  run(mm, {in[0], in[1]}, y);
+  if (bias) {
+    // The bias seen with the product's shape, as add's broadcast records it.
+    auto n = std::make_shared<Node>();
+    const Node& b = *in[2].node();
+    n->shape = out.shape();
+    n->strides = {0, b.strides[0]};
+    n->offset = b.offset;
+    n->dtype = b.dtype;
+    n->device = b.device;
+    n->buffer = b.buffer;
+    n->state.store(NodeState::Done, std::memory_order_release);
+    Tensor z = relu ? scratch(out.shape(), out) : out;
+    Binary sum(BinaryOp::Add);
+    run(sum, {y, Tensor(std::move(n))}, z);
+    y = z;
+  }
+  if (relu) {
+    Unary r(UnaryOp::Relu);
+    run(r, {y}, out);
+  }
+}
+
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_defined(x, "linear");
   check_defined(weight, "linear");

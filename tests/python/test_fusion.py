@@ -494,10 +494,19 @@ def test_can_fuse_names_the_spec_patterns():
     assert pf.can_fuse([]) is None
 
 
-def test_matmul_bias_relu_epilogue_is_a_region(device, fusion_on):
+def test_matmul_bias_relu_epilogue(device, fusion_on):
+    """The CPU runs the bias and relu as a region after the matmul; a GPU as
+    one GEMM with the library's epilogue (float32; test_gemm_epilogue.py),
+    and a 16-bit bias again as a region."""
     a, w, b = (make_tensor(random_array(s), device=device) for s in [(4, 8), (8, 5), (5,)])
-    y = pf.relu(pf.matmul(a, w) + b)
-    plan = pf.explain(y)
+    plan = pf.explain(pf.relu(pf.matmul(a, w) + b))
+    if device == "cpu":
+        assert "matmul" in plan and "relu(add(x0, x1))" in plan, plan
+        return
+    assert "fused_gemm" in plan and "matmul" not in plan, plan
+    a, w, b = (t.astype(pf.float16) for t in (a, w, b))
+    pf.eval(a, w, b)
+    plan = pf.explain(pf.relu(pf.matmul(a, w) + b))
     assert "matmul" in plan and "relu(add(x0, x1))" in plan, plan
 
 

@@ -2,7 +2,7 @@
 # Fetch the ROCm 6.4 SDK needed for the AMD compile check and the ROCm link check, without a GPU and
 # without installing ROCm: .debs from Debian sid/trixie are downloaded with a private apt state and
 # unpacked with `dpkg -x` into $PYFLAME_AMD_SDK (default build/amd-sdk): headers, CMake package files,
-# device bitcode, and the shared libraries of the HIP runtime, rocBLAS, MIOpen and hipSOLVER (only
+# device bitcode, and the shared libraries of the HIP runtime, rocBLAS, hipBLASLt, MIOpen and hipSOLVER (only
 # their .so files: rocBLAS's 4 GB of kernels and MIOpen's databases are left out, and rocSOLVER,
 # which hipSOLVER loads, altogether (2 GB); the link check needs none of them).
 # Only the compiler (clang-19, lld-19, clang-tools-19, libomp-19-dev) is installed, from the
@@ -22,11 +22,11 @@ keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 
 # Headers (sid, ROCm 6.4) and device bitcode (trixie; sid's newer one targets a newer LLVM than 19).
 sid_pkgs=(libamdhip64-dev libhsa-runtime-dev librocblas-dev libmiopen-dev libamd-comgr-dev libhipsolver-dev
-          librccl-dev)
+          librccl-dev libhipblaslt-dev libhipblas-dev libhipblas-common-dev)
 trixie_pkgs=(rocm-device-libs-17)
 # Runtime libraries (the -dev packages' .so links point into these), shared objects only.
 sid_lib_pkgs=(libamdhip64-6 libhiprtc6 libhiprtc-builtins6 libhsa-runtime64-1 libamd-comgr3 librocblas4
-              libmiopen1 libroctx64-4 libhipsolver0)
+              libmiopen1 libroctx64-4 libhipsolver0 libhipblaslt1)
 stamp=$sdk/.fetched
 
 SUDO=; [[ $(id -u) == 0 ]] || SUDO=sudo
@@ -80,13 +80,14 @@ for deb in *.deb; do
 done
 for deb in "$apt_dir"/libdebs/*.deb; do
   echo "[fetch] unpack the shared libraries of $(basename "$deb")"
-  dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$sdk" --wildcards './usr/lib/x86_64-linux-gnu/*.so*'
+  dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$sdk" --wildcards --no-wildcards-match-slash './usr/lib/x86_64-linux-gnu/*.so*'
 done
 rm -rf "$apt_dir/libdebs"   # rocBLAS's package alone is 280 MB
 mkdir -p "$sdk/usr/bin"      # hip-config checks that its bin directory exists (hipcc: not needed)
 bc=$(ls -d "$sdk"/usr/lib/llvm-*/lib/clang/*/amdgcn/bitcode | head -1)
 lib=$sdk/usr/lib/x86_64-linux-gnu
 [[ -f $sdk/usr/include/hip/hip_runtime.h && -f $sdk/usr/include/rocblas/rocblas.h &&
+   -f $sdk/usr/include/hipblaslt/hipblaslt.h && -e $lib/libhipblaslt.so &&
    -f $sdk/usr/include/miopen/miopen.h && -f $sdk/usr/include/hipsolver/hipsolver.h && -f $bc/ocml.bc &&
    -e $lib/libamdhip64.so && -e $lib/librocblas.so && -e $lib/libMIOpen.so && -e $lib/libhipsolver.so ]] || { echo "[fetch] incomplete SDK" >&2; exit 1; }
 # The compile check targets the ROCm 6.4 API; sid moves on. Pin with a snapshot mirror if needed.

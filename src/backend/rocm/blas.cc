@@ -63,9 +63,7 @@ ROCmBLAS::ROCmBLAS() : own_(std::make_unique<DeviceContext>()) {
 ROCmBLAS::~ROCmBLAS() {
   if (!own_) return;
   gpu::destroy_blas_handle(own_->blas);
-#if !defined(__HIP_PLATFORM_AMD__)
   release_gemm_plans(*own_);
-#endif
 }
 
 #if defined(__HIP_PLATFORM_AMD__)
@@ -100,6 +98,10 @@ void ROCmBLAS::gemm_ex(Dtype dtype, Trans ta, Trans tb, int M, int N, int K, flo
   const double alpha64 = alpha, beta64 = beta;
   const void* pa = f64 ? static_cast<const void*>(&alpha64) : &alpha;
   const void* pb = f64 ? static_cast<const void*>(&beta64) : &beta;
+  if (lt_gemm(*ctx_, {dtype, dtype == Dtype::Float32 && allow_tf32(), ta, tb, M, N, K, pa, A, lda, sa, B, ldb, sb,
+                      pb, C, ldc, sc, batch})) {
+    return;
+  }
 #if defined(__HIP_PLATFORM_AMD__)
   PF_BLAS_CHECK(rocblas_gemm_strided_batched_ex(ctx_->blas, op(ta), op(tb), M, N, K, pa, A, t, lda, sa, B, t,
                                                 ldb, sb, pb, C, t, ldc, sc, C, t, ldc, sc, batch,
@@ -109,12 +111,21 @@ void ROCmBLAS::gemm_ex(Dtype dtype, Trans ta, Trans tb, int M, int N, int K, flo
   const cublasComputeType_t compute = f64 ? CUBLAS_COMPUTE_64F
                                       : dtype == Dtype::Float32 && allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32
                                                                                 : CUBLAS_COMPUTE_32F;
-  if (lt_gemm(*ctx_, {t, compute, op(ta), op(tb), M, N, K, pa, A, lda, sa, B, ldb, sb, pb, C, ldc, sc, batch})) {
-    return;
-  }
   PF_BLAS_CHECK(cublasGemmStridedBatchedEx(ctx_->blas, op(ta), op(tb), M, N, K, pa, A, t, lda, sa, B, t, ldb,
                                            sb, pb, C, t, ldc, sc, batch, compute, CUBLAS_GEMM_DEFAULT));
 #endif
+}
+
+bool ROCmBLAS::gemm_epilogue(Dtype dtype, Trans ta, Trans tb, int M, int N, int K, const void* A, int lda,
+                             int64_t sa, const void* B, int ldb, int64_t sb, void* C, int ldc, int64_t sc,
+                             int batch, const GemmEpilogue& epilogue) {
+  if (!(dtype == Dtype::Float32 || dtype == Dtype::Float16 || dtype == Dtype::BFloat16)) return false;
+  if (M == 0 || N == 0 || K == 0 || batch == 0) return false;
+  const auto lk = lock_handle(*ctx_);
+  DeviceGuard g(ctx_->device);
+  const float alpha = 1.0f, beta = 0.0f;
+  return lt_gemm(*ctx_, {dtype, dtype == Dtype::Float32 && allow_tf32(), ta, tb, M, N, K, &alpha, A, lda, sa, B,
+                         ldb, sb, &beta, C, ldc, sc, batch, epilogue});
 }
 
 void ROCmBLAS::gemm(Trans ta, Trans tb, int M, int N, int K, float alpha, const float* A, int lda,

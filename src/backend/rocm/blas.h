@@ -13,6 +13,15 @@ namespace pyflame::backend::rocm {
 
 enum class Trans { N, T };
 
+// What the library adds to a GEMM's product before writing it (its
+// epilogue): a bias along the rows of the column-major C (the last axis of
+// the row-major product it stands for), then relu.
+struct GemmEpilogue {
+  const void* bias = nullptr;  // C's dtype, M elements; null: no bias
+  bool relu = false;
+  bool any() const { return bias || relu; }
+};
+
 class ROCmBLAS {
  public:
   // Uses `ctx`'s handle (the backend's own instances, get_blas()).
@@ -43,6 +52,12 @@ class ROCmBLAS {
   void gemm_ex(Dtype dtype, Trans ta, Trans tb, int M, int N, int K, float alpha, const void* A,
                int lda, int64_t stride_a, const void* B, int ldb, int64_t stride_b, float beta,
                void* C, int ldc, int64_t stride_c, int batch_count);
+  // gemm_ex with alpha 1, beta 0 and `epilogue` applied by the library, in
+  // one kernel; false (nothing ran) when the library cannot do it with the
+  // plain GEMM's algorithm (blas_lt.cc). float32, float16, bfloat16.
+  bool gemm_epilogue(Dtype dtype, Trans ta, Trans tb, int M, int N, int K, const void* A, int lda,
+                     int64_t stride_a, const void* B, int ldb, int64_t stride_b, void* C, int ldc,
+                     int64_t stride_c, int batch_count, const GemmEpilogue& epilogue);
 
 #if defined(__HIP_PLATFORM_AMD__)
   // The spec's signatures, with rocBLAS's operation enum (none or transpose).
@@ -72,12 +87,11 @@ class ROCmBLAS {
 // The BLAS of a device (the current one when -1), bound to its compute stream.
 ROCmBLAS& get_blas(int device = -1);
 
-#if !defined(__HIP_PLATFORM_AMD__)
-// One GEMM as cuBLASLt takes it (column-major; blas_lt.cc).
+// One GEMM as the Lt libraries take it (column-major; blas_lt.cc).
 struct LtGemm {
-  cudaDataType_t type;
-  cublasComputeType_t compute;
-  cublasOperation_t ta, tb;
+  Dtype dtype;
+  bool tf32;
+  Trans ta, tb;
   int M, N, K;
   const void* alpha;
   const void* A;
@@ -91,12 +105,16 @@ struct LtGemm {
   int ldc;
   int64_t sc;
   int batch;
+  GemmEpilogue epilogue{};
 };
-// Runs `g` on ctx's stream with the algorithm kept for its problem (chosen on
-// first use); false when cuBLASLt has none, and nothing ran. The caller holds
-// ctx's BLAS handle (one thread at a time).
+// Runs `g` through cuBLASLt (NVIDIA) or hipBLASLt (AMD) on ctx's stream with
+// the algorithm kept for its problem (chosen on first use); false when the
+// library has none, and nothing ran. With an epilogue the algorithm is the
+// one the same problem without it runs, so the product's bits are the same
+// as the plain GEMM's followed by separate bias and relu kernels; false when
+// that algorithm cannot take the epilogue. The caller holds ctx's BLAS
+// handle (one thread at a time).
 bool lt_gemm(DeviceContext& ctx, const LtGemm& g);
 void release_gemm_plans(DeviceContext& ctx) noexcept;
-#endif
 
 }  // namespace pyflame::backend::rocm

@@ -1,20 +1,24 @@
-// NVIDIA GEMMs through cuBLASLt with each problem's algorithm chosen once.
+// GEMMs through the Lt libraries, hipBLASLt on AMD and cuBLASLt on NVIDIA
+// (one API under two prefixes), with each problem's algorithm chosen once.
 //
-// cublasGemmStridedBatchedEx builds its descriptors and asks the heuristic
+// A classic BLAS GEMM call builds its descriptors and asks the heuristic
 // again on every call: about 8 µs of host time per GEMM beside the launch,
 // which is most of a small network's eager step. Here a context keeps, per
 // problem (types, transposes, sizes, leading dimensions, strides, batch,
-// pointer alignments), the descriptors and the algorithm the heuristic picked
-// the first time, so a later call is one cublasLtMatmul. The choice is the
-// heuristic's first choice (for a tiny problem, its first that is one kernel:
-// make_plan), fixed per problem, so repeated calls are bit-identical. rocBLAS
-// (AMD) keeps its own call.
+// pointer alignments, epilogue), the descriptors and the algorithm picked
+// the first time, so a later call is one matmul call. The choice is the
+// heuristic's first (for a tiny problem on NVIDIA, its first that is one
+// kernel: make_plan), fixed per problem, so repeated calls are
+// bit-identical. A problem the library has no algorithm for (float64 on
+// AMD, an architecture hipBLASLt has no kernels for) runs the classic call.
+//
+// Epilogues (bias, relu) reuse the algorithm of the same problem without
+// one: the product is then accumulated exactly as the plain GEMM's, so the
+// fused result equals the plain GEMM followed by separate kernels bit for
+// bit (docs/design/fusion.md, "GEMM epilogues").
 //
 // The plans belong to one DeviceContext and are used under its BLAS handle's
 // rule (one thread at a time: blas.cc, lock_handle), so they need no lock.
-#if !defined(__HIP_PLATFORM_AMD__)
-#include <cublasLt.h>
-
 #include <algorithm>
 #include <cstring>
 #include <string_view>
@@ -22,11 +26,83 @@
 #include <utility>
 
 #include "backend/rocm/blas.h"
+#include "pyflame/errors.h"
+
+#if defined(__HIP_PLATFORM_AMD__)
+#include <hipblaslt/hipblaslt.h>
+#else
+#include <cublasLt.h>
+// hipBLASLt's names for cuBLASLt's, only those used here.
+using hipblasStatus_t = cublasStatus_t;
+using hipblasLtHandle_t = cublasLtHandle_t;
+using hipblasLtMatmulDesc_t = cublasLtMatmulDesc_t;
+using hipblasLtMatrixLayout_t = cublasLtMatrixLayout_t;
+using hipblasLtMatmulPreference_t = cublasLtMatmulPreference_t;
+using hipblasLtMatmulAlgo_t = cublasLtMatmulAlgo_t;
+using hipblasLtMatmulHeuristicResult_t = cublasLtMatmulHeuristicResult_t;
+using hipblasLtMatmulDescAttributes_t = cublasLtMatmulDescAttributes_t;
+using hipblasLtEpilogue_t = cublasLtEpilogue_t;
+using hipblasComputeType_t = cublasComputeType_t;
+using hipblasOperation_t = cublasOperation_t;
+using hipDataType = cudaDataType_t;
+#define HIPBLAS_STATUS_SUCCESS CUBLAS_STATUS_SUCCESS
+#define HIPBLAS_OP_N CUBLAS_OP_N
+#define HIPBLAS_OP_T CUBLAS_OP_T
+#define HIPBLAS_COMPUTE_32F CUBLAS_COMPUTE_32F
+#define HIPBLAS_COMPUTE_32F_FAST_TF32 CUBLAS_COMPUTE_32F_FAST_TF32
+#define HIPBLAS_COMPUTE_64F CUBLAS_COMPUTE_64F
+#define HIP_R_16F CUDA_R_16F
+#define HIP_R_16BF CUDA_R_16BF
+#define HIP_R_32F CUDA_R_32F
+#define HIP_R_64F CUDA_R_64F
+#define HIPBLASLT_MATMUL_DESC_TRANSA CUBLASLT_MATMUL_DESC_TRANSA
+#define HIPBLASLT_MATMUL_DESC_TRANSB CUBLASLT_MATMUL_DESC_TRANSB
+#define HIPBLASLT_MATMUL_DESC_EPILOGUE CUBLASLT_MATMUL_DESC_EPILOGUE
+#define HIPBLASLT_MATMUL_DESC_BIAS_POINTER CUBLASLT_MATMUL_DESC_BIAS_POINTER
+#define HIPBLASLT_MATMUL_DESC_BIAS_DATA_TYPE CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE
+#define HIPBLASLT_EPILOGUE_DEFAULT CUBLASLT_EPILOGUE_DEFAULT
+#define HIPBLASLT_EPILOGUE_RELU CUBLASLT_EPILOGUE_RELU
+#define HIPBLASLT_EPILOGUE_BIAS CUBLASLT_EPILOGUE_BIAS
+#define HIPBLASLT_EPILOGUE_RELU_BIAS CUBLASLT_EPILOGUE_RELU_BIAS
+#define HIPBLASLT_MATRIX_LAYOUT_BATCH_COUNT CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT
+#define HIPBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET
+#define HIPBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES
+#define hipblasLtCreate cublasLtCreate
+#define hipblasLtDestroy cublasLtDestroy
+#define hipblasLtMatmulDescCreate cublasLtMatmulDescCreate
+#define hipblasLtMatmulDescDestroy cublasLtMatmulDescDestroy
+#define hipblasLtMatmulDescSetAttribute cublasLtMatmulDescSetAttribute
+#define hipblasLtMatrixLayoutCreate cublasLtMatrixLayoutCreate
+#define hipblasLtMatrixLayoutDestroy cublasLtMatrixLayoutDestroy
+#define hipblasLtMatrixLayoutSetAttribute cublasLtMatrixLayoutSetAttribute
+#define hipblasLtMatmulPreferenceCreate cublasLtMatmulPreferenceCreate
+#define hipblasLtMatmulPreferenceDestroy cublasLtMatmulPreferenceDestroy
+#define hipblasLtMatmulPreferenceSetAttribute cublasLtMatmulPreferenceSetAttribute
+#define hipblasLtMatmulAlgoGetHeuristic cublasLtMatmulAlgoGetHeuristic
+#define hipblasLtMatmul cublasLtMatmul
+#endif
 
 namespace pyflame::backend::rocm {
 
+namespace {
+
+// A failed Lt call while planning: the problem then runs the classic call.
+struct NoPlan {};
+void lt_check(hipblasStatus_t st) {
+  if (st != HIPBLAS_STATUS_SUCCESS) throw NoPlan{};
+}
+
+// A failed Lt call while running a plan the library accepted: an error.
+void lt_run_check(hipblasStatus_t st, const char* what) {
+  if (st != HIPBLAS_STATUS_SUCCESS) {
+    throw RuntimeError(errmsg("gemm", std::string(what) + " failed (status " + std::to_string(int(st)) + ")"));
+  }
+}
+
+}  // namespace
+
 struct GemmKey {
-  int64_t v[14];
+  int64_t v[16];
   bool operator==(const GemmKey& o) const { return std::memcmp(v, o.v, sizeof(v)) == 0; }
 };
 struct GemmKeyHash {
@@ -36,27 +112,28 @@ struct GemmKeyHash {
 };
 
 struct GemmPlan {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-  cublasLtMatmulAlgo_t algo{};
-  bool found = false;  // false: the heuristic had nothing; the legacy call runs
+  hipblasLtMatmulDesc_t op = nullptr;
+  hipblasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  hipblasLtMatmulAlgo_t algo{};
+  bool found = false;  // false: no algorithm (for an epilogue: none that matches the plain one)
   GemmPlan() = default;
   GemmPlan(const GemmPlan&) = delete;
   GemmPlan& operator=(const GemmPlan&) = delete;
   ~GemmPlan() {
-    if (op) cublasLtMatmulDescDestroy(op);
+    if (op) hipblasLtMatmulDescDestroy(op);
     for (auto l : {a, b, c}) {
-      if (l) cublasLtMatrixLayoutDestroy(l);
+      if (l) hipblasLtMatrixLayoutDestroy(l);
     }
   }
 };
 
 struct GemmPlans {
-  cublasLtHandle_t lt = nullptr;
+  hipblasLtHandle_t lt = nullptr;
+  bool unavailable = false;  // the library could not start: every GEMM takes the classic call
   std::unordered_map<GemmKey, GemmPlan, GemmKeyHash> plans;
   ~GemmPlans() {
     plans.clear();
-    if (lt) cublasLtDestroy(lt);
+    if (lt) hipblasLtDestroy(lt);
   }
 };
 
@@ -65,11 +142,66 @@ namespace {
 // A problem with varying sizes (prefill lengths, say) must not grow this without bound.
 constexpr size_t kMaxPlans = 1024;
 
-// The heuristic's first choice, except for a tiny problem: its kernel runs
-// for about as long as a launch takes on the host, so a split-K algorithm's
-// second kernel (the reduction) costs more than the split saves; then the
-// best candidate that is one kernel. Heuristic candidates looked at: 8.
+// Heuristic candidates looked at: the first choice, or on NVIDIA for a tiny
+// problem (whose kernel runs for about as long as a launch takes on the
+// host, so a split-K algorithm's second kernel, the reduction, costs more
+// than the split saves) the best one that is one kernel. For an epilogue
+// the list is searched for the plain problem's algorithm.
 constexpr int kCandidates = 8;
+constexpr int kEpilogueCandidates = 32;
+
+hipDataType type_of(Dtype d) {
+  switch (d) {
+    case Dtype::Float16: return HIP_R_16F;
+    case Dtype::BFloat16: return HIP_R_16BF;
+    case Dtype::Float64: return HIP_R_64F;
+    default: return HIP_R_32F;
+  }
+}
+hipblasOperation_t op(Trans t) { return t == Trans::N ? HIPBLAS_OP_N : HIPBLAS_OP_T; }
+
+int alignment(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  for (int bytes : {16, 8, 4, 2}) {
+    if (a % uintptr_t(bytes) == 0) return bytes;
+  }
+  return 1;
+}
+
+enum Epi : int64_t { kPlain = 0, kRelu = 1, kBias = 2, kBiasRelu = 3 };
+Epi epi_of(const GemmEpilogue& e) { return Epi((e.bias ? kBias : kPlain) | (e.relu ? kRelu : kPlain)); }
+hipblasLtEpilogue_t lt_epilogue(Epi e) {
+  switch (e) {
+    case kRelu: return HIPBLASLT_EPILOGUE_RELU;
+    case kBias: return HIPBLASLT_EPILOGUE_BIAS;
+    case kBiasRelu: return HIPBLASLT_EPILOGUE_RELU_BIAS;
+    default: return HIPBLASLT_EPILOGUE_DEFAULT;
+  }
+}
+
+template <typename T>
+void set_attr(hipblasLtMatmulDesc_t d, hipblasLtMatmulDescAttributes_t k, const T& v) {
+  lt_check(hipblasLtMatmulDescSetAttribute(d, k, &v, sizeof(v)));
+}
+
+// A column-major rows x cols matrix, `batch` of them `stride` elements apart.
+hipblasLtMatrixLayout_t layout(hipDataType t, int rows, int cols, int ld, int64_t stride, int batch) {
+  hipblasLtMatrixLayout_t l = nullptr;
+  lt_check(hipblasLtMatrixLayoutCreate(&l, t, uint64_t(rows), uint64_t(cols), int64_t(ld)));
+  if (batch > 1) {
+    const int32_t n = batch;
+    hipblasStatus_t st = hipblasLtMatrixLayoutSetAttribute(l, HIPBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &n, sizeof(n));
+    if (st == HIPBLAS_STATUS_SUCCESS) {
+      st = hipblasLtMatrixLayoutSetAttribute(l, HIPBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                             sizeof(stride));
+    }
+    if (st != HIPBLAS_STATUS_SUCCESS) hipblasLtMatrixLayoutDestroy(l);
+    lt_check(st);
+  }
+  return l;
+}
+
+#if !defined(__HIP_PLATFORM_AMD__)
 constexpr int64_t kTinyGemm = int64_t(1) << 23;  // multiply-adds
 
 uint32_t split_k(const cublasLtMatmulAlgo_t& algo) {
@@ -81,55 +213,16 @@ uint32_t split_k(const cublasLtMatmulAlgo_t& algo) {
   }
   return v;
 }
+#endif
 
-int alignment(const void* p) {
-  const auto a = reinterpret_cast<uintptr_t>(p);
-  for (int bytes : {16, 8, 4, 2}) {
-    if (a % uintptr_t(bytes) == 0) return bytes;
-  }
-  return 1;
-}
-
-template <typename T>
-void set_attr(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t k, const T& v) {
-  PF_BLAS_CHECK(cublasLtMatmulDescSetAttribute(d, k, &v, sizeof(v)));
-}
-
-// A column-major rows x cols matrix, `batch` of them `stride` elements apart.
-cublasLtMatrixLayout_t layout(cudaDataType_t t, int rows, int cols, int ld, int64_t stride, int batch) {
-  cublasLtMatrixLayout_t l = nullptr;
-  PF_BLAS_CHECK(cublasLtMatrixLayoutCreate(&l, t, uint64_t(rows), uint64_t(cols), int64_t(ld)));
-  if (batch > 1) {
-    const int32_t n = batch;
-    cublasStatus_t st = cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &n, sizeof(n));
-    if (st == CUBLAS_STATUS_SUCCESS) {
-      st = cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                                            sizeof(stride));
-    }
-    if (st != CUBLAS_STATUS_SUCCESS) cublasLtMatrixLayoutDestroy(l);
-    PF_BLAS_CHECK(st);
-  }
-  return l;
-}
-
-void make_plan(GemmPlan& p, cublasLtHandle_t lt, const LtGemm& g, const int align[3], size_t workspace) {
-  const cudaDataType_t scale = g.compute == CUBLAS_COMPUTE_64F ? CUDA_R_64F : CUDA_R_32F;
-  PF_BLAS_CHECK(cublasLtMatmulDescCreate(&p.op, g.compute, scale));
-  set_attr(p.op, CUBLASLT_MATMUL_DESC_TRANSA, g.ta);
-  set_attr(p.op, CUBLASLT_MATMUL_DESC_TRANSB, g.tb);
-  const bool na = g.ta == CUBLAS_OP_N, nb = g.tb == CUBLAS_OP_N;
-  p.a = layout(g.type, na ? g.M : g.K, na ? g.K : g.M, g.lda, g.sa, g.batch);
-  p.b = layout(g.type, nb ? g.K : g.N, nb ? g.N : g.K, g.ldb, g.sb, g.batch);
-  p.c = layout(g.type, g.M, g.N, g.ldc, g.sc, g.batch);
-  cublasLtMatmulPreference_t pref = nullptr;
-  PF_BLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  struct Release {
-    cublasLtMatmulPreference_t p;
-    ~Release() { cublasLtMatmulPreferenceDestroy(p); }
-  } release{pref};
+hipblasLtMatmulPreference_t preference(size_t workspace, const int align[3]) {
+  hipblasLtMatmulPreference_t pref = nullptr;
+  lt_check(hipblasLtMatmulPreferenceCreate(&pref));
   const uint64_t ws = workspace;
-  PF_BLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
-  // D is C (the product is written in place).
+  hipblasStatus_t st =
+      hipblasLtMatmulPreferenceSetAttribute(pref, HIPBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+#if !defined(__HIP_PLATFORM_AMD__)
+  // D is C (the product is written in place). hipBLASLt has no such preferences.
   const std::pair<cublasLtMatmulPreferenceAttributes_t, int> aligns[4] = {
       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align[0]},
       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align[1]},
@@ -137,29 +230,128 @@ void make_plan(GemmPlan& p, cublasLtHandle_t lt, const LtGemm& g, const int alig
       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align[2]}};
   for (const auto& [attr, bytes] : aligns) {
     const uint32_t v = uint32_t(bytes);
-    PF_BLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &v, sizeof(v)));
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceSetAttribute(pref, attr, &v, sizeof(v));
   }
-  cublasLtMatmulHeuristicResult_t r[kCandidates] = {};
+#else
+  (void)align;
+#endif
+  if (st != HIPBLAS_STATUS_SUCCESS) hipblasLtMatmulPreferenceDestroy(pref);
+  lt_check(st);
+  return pref;
+}
+
+// The descriptors of `g`'s problem with epilogue `e` (its bias pointer set per call).
+void describe(GemmPlan& p, const LtGemm& g, Epi e) {
+  const bool f64 = g.dtype == Dtype::Float64;
+  const hipblasComputeType_t compute = f64 ? HIPBLAS_COMPUTE_64F
+                                       : g.tf32 ? HIPBLAS_COMPUTE_32F_FAST_TF32
+                                                : HIPBLAS_COMPUTE_32F;
+  const hipDataType t = type_of(g.dtype);
+  lt_check(hipblasLtMatmulDescCreate(&p.op, compute, f64 ? HIP_R_64F : HIP_R_32F));
+  set_attr(p.op, HIPBLASLT_MATMUL_DESC_TRANSA, op(g.ta));
+  set_attr(p.op, HIPBLASLT_MATMUL_DESC_TRANSB, op(g.tb));
+  if (e != kPlain) {
+    set_attr(p.op, HIPBLASLT_MATMUL_DESC_EPILOGUE, lt_epilogue(e));
+    if (e & kBias) set_attr(p.op, HIPBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, t);
+  }
+  const bool na = g.ta == Trans::N, nb = g.tb == Trans::N;
+  p.a = layout(t, na ? g.M : g.K, na ? g.K : g.M, g.lda, g.sa, g.batch);
+  p.b = layout(t, nb ? g.K : g.N, nb ? g.N : g.K, g.ldb, g.sb, g.batch);
+  p.c = layout(t, g.M, g.N, g.ldc, g.sc, g.batch);
+}
+
+// The plain problem's plan: the heuristic's choice (see kCandidates).
+void make_plan(GemmPlan& p, hipblasLtHandle_t lt, const LtGemm& g, const int align[3], size_t workspace) {
+  describe(p, g, kPlain);
+  hipblasLtMatmulPreference_t pref = preference(workspace, align);
+  struct Release {
+    hipblasLtMatmulPreference_t p;
+    ~Release() { hipblasLtMatmulPreferenceDestroy(p); }
+  } release{pref};
+  hipblasLtMatmulHeuristicResult_t r[kCandidates] = {};
   int found = 0;
-  // A problem the library has no algorithm for answers NOT_SUPPORTED: the legacy call decides.
-  if (cublasLtMatmulAlgoGetHeuristic(lt, p.op, p.a, p.b, p.c, p.c, pref, kCandidates, r, &found) !=
-      CUBLAS_STATUS_SUCCESS) {
+  // A problem the library has no algorithm for answers NOT_SUPPORTED: the classic call decides.
+  if (hipblasLtMatmulAlgoGetHeuristic(lt, p.op, p.a, p.b, p.c, p.c, pref, kCandidates, r, &found) !=
+      HIPBLAS_STATUS_SUCCESS) {
     return;
   }
-  const bool tiny = int64_t(g.M) * g.N * g.K * std::max(g.batch, 1) <= kTinyGemm;
   int pick = -1;
-  for (int i = 0; i < found; ++i) {
-    if (r[i].state != CUBLAS_STATUS_SUCCESS) continue;
-    if (pick < 0) pick = i;
-    if (!tiny || split_k(r[i].algo) == 1) {
+  for (int i = 0; i < found && pick < 0; ++i) {
+    if (r[i].state == HIPBLAS_STATUS_SUCCESS) pick = i;
+  }
+#if !defined(__HIP_PLATFORM_AMD__)
+  const bool tiny = int64_t(g.M) * g.N * g.K * std::max(g.batch, 1) <= kTinyGemm;
+  for (int i = pick; tiny && i >= 0 && i < found; ++i) {
+    if (r[i].state == CUBLAS_STATUS_SUCCESS && split_k(r[i].algo) == 1) {
       pick = i;
       break;
     }
   }
+#endif
   if (pick >= 0) {
     p.algo = r[pick].algo;
     p.found = true;
   }
+}
+
+// One algorithm: on AMD the solution index, the first 4 bytes (the library
+// may also mark a candidate it returns as a fallback), on NVIDIA every byte.
+bool same_algo(const hipblasLtMatmulAlgo_t& x, const hipblasLtMatmulAlgo_t& y) {
+#if defined(__HIP_PLATFORM_AMD__)
+  return std::memcmp(x.data, y.data, sizeof(int32_t)) == 0;
+#else
+  return std::memcmp(&x, &y, sizeof(x)) == 0;
+#endif
+}
+
+// An epilogue's plan: the plain problem's algorithm, if the library lists it
+// among its candidates for the problem with the epilogue.
+void make_epilogue_plan(GemmPlan& p, hipblasLtHandle_t lt, const LtGemm& g, Epi e,
+                        const hipblasLtMatmulAlgo_t& plain, const int align[3], size_t workspace) {
+  describe(p, g, e);
+  hipblasLtMatmulPreference_t pref = preference(workspace, align);
+  struct Release {
+    hipblasLtMatmulPreference_t p;
+    ~Release() { hipblasLtMatmulPreferenceDestroy(p); }
+  } release{pref};
+  hipblasLtMatmulHeuristicResult_t r[kEpilogueCandidates] = {};
+  int found = 0;
+  if (hipblasLtMatmulAlgoGetHeuristic(lt, p.op, p.a, p.b, p.c, p.c, pref, kEpilogueCandidates, r, &found) !=
+      HIPBLAS_STATUS_SUCCESS) {
+    return;
+  }
+  for (int i = 0; i < found; ++i) {
+    if (r[i].state == HIPBLAS_STATUS_SUCCESS && same_algo(r[i].algo, plain)) {
+      p.algo = r[i].algo;
+      p.found = true;
+      return;
+    }
+  }
+}
+
+GemmKey key_of(const LtGemm& g, Epi e, const int align[3], int bias_align) {
+  const int64_t kinds = (int64_t(g.dtype) << 32) | (int64_t(g.tf32) << 12) | (int64_t(g.ta) << 4) | int64_t(g.tb);
+  return GemmKey{{kinds, g.M, g.N, g.K, g.lda, g.ldb, g.ldc, g.sa, g.sb, g.sc, g.batch, align[0], align[1],
+                  align[2], e, bias_align}};
+}
+
+// The plan of `key`, made on first use by `make` (a failed library call
+// while making it leaves a plan without an algorithm).
+template <class Make>
+const GemmPlan& find_plan(GemmPlans& s, const GemmKey& key, Make&& make) {
+  auto it = s.plans.find(key);
+  if (it != s.plans.end()) return it->second;
+  if (s.plans.size() >= kMaxPlans) s.plans.clear();
+  it = s.plans.try_emplace(key).first;
+  try {
+    make(it->second);
+  } catch (const NoPlan&) {
+    it->second.found = false;
+  } catch (...) {
+    s.plans.erase(it);
+    throw;
+  }
+  return it->second;
 }
 
 }  // namespace
@@ -167,26 +359,34 @@ void make_plan(GemmPlan& p, cublasLtHandle_t lt, const LtGemm& g, const int alig
 bool lt_gemm(DeviceContext& ctx, const LtGemm& g) {
   if (!ctx.gemm_plans) ctx.gemm_plans = new GemmPlans;
   GemmPlans& s = *ctx.gemm_plans;
-  if (!s.lt) PF_BLAS_CHECK(cublasLtCreate(&s.lt));
+  if (s.unavailable) return false;
+  if (!s.lt && hipblasLtCreate(&s.lt) != HIPBLAS_STATUS_SUCCESS) {
+    s.lt = nullptr;
+    s.unavailable = true;
+    return false;
+  }
   const int align[3] = {alignment(g.A), alignment(g.B), alignment(g.C)};
-  const int64_t kinds = (int64_t(g.type) << 32) | (int64_t(g.compute) << 8) | (int64_t(g.ta) << 4) | g.tb;
-  const GemmKey key{{kinds, g.M, g.N, g.K, g.lda, g.ldb, g.ldc, g.sa, g.sb, g.sc, g.batch, align[0], align[1],
-                     align[2]}};
-  auto it = s.plans.find(key);
-  if (it == s.plans.end()) {
-    if (s.plans.size() >= kMaxPlans) s.plans.clear();
-    it = s.plans.try_emplace(key).first;
-    try {
-      make_plan(it->second, s.lt, g, align, ctx.blas_workspace_bytes);
-    } catch (...) {
-      s.plans.erase(it);
-      throw;
+  const size_t ws = ctx.blas_workspace_bytes;
+  const GemmPlan& plain =
+      find_plan(s, key_of(g, kPlain, align, 0), [&](GemmPlan& p) { make_plan(p, s.lt, g, align, ws); });
+  if (!plain.found) return false;
+  const Epi e = epi_of(g.epilogue);
+  const GemmPlan* p = &plain;
+  if (e != kPlain) {
+    const int bias_align = g.epilogue.bias ? alignment(g.epilogue.bias) : 0;
+    const hipblasLtMatmulAlgo_t algo = plain.algo;  // kept: making a plan may clear the map
+    p = &find_plan(s, key_of(g, e, align, bias_align),
+                   [&](GemmPlan& q) { make_epilogue_plan(q, s.lt, g, e, algo, align, ws); });
+    if (!p->found) return false;
+    if (e & kBias) {
+      lt_run_check(hipblasLtMatmulDescSetAttribute(p->op, HIPBLASLT_MATMUL_DESC_BIAS_POINTER, &g.epilogue.bias,
+                                                   sizeof(g.epilogue.bias)),
+                   "setting the bias");
     }
   }
-  const GemmPlan& p = it->second;
-  if (!p.found) return false;
-  PF_BLAS_CHECK(cublasLtMatmul(s.lt, p.op, g.alpha, g.A, p.a, g.B, p.b, g.beta, g.C, p.c, g.C, p.c, &p.algo,
-                               ctx.blas_workspace, ctx.blas_workspace_bytes, ctx.stream));
+  lt_run_check(hipblasLtMatmul(s.lt, p->op, g.alpha, g.A, p->a, g.B, p->b, g.beta, g.C, p->c, g.C, p->c, &p->algo,
+                               ctx.blas_workspace, ctx.blas_workspace_bytes, ctx.stream),
+               "the Lt matmul");
   return true;
 }
 
@@ -196,4 +396,3 @@ void release_gemm_plans(DeviceContext& ctx) noexcept {
 }
 
 }  // namespace pyflame::backend::rocm
-#endif

@@ -42,7 +42,7 @@ struct DeviceContext {
   std::mutex blas_mu;                     // a BLAS handle is used by one thread at a time
   void* blas_workspace = nullptr;
   size_t blas_workspace_bytes = 0;
-  GemmPlans* gemm_plans = nullptr;       // NVIDIA: cuBLASLt algorithm per GEMM problem, under blas's rule
+  GemmPlans* gemm_plans = nullptr;       // cuBLASLt / hipBLASLt algorithm per GEMM problem, under blas's rule
   int multiprocessors = 0;
   int wave_size = 32;
   // Arrival counters of the one-pass row reductions (reduce.hip) and of the decode attention's

@@ -714,12 +714,13 @@ std::vector<std::pair<std::string, std::string>> region_sources(const std::vecto
 
 FusionStats fusion_stats() {
   auto& c = fuse::counters();
-  return {c.regions.load(), c.fallbacks.load(), c.compiles.load(), c.disk_hits.load(), c.memory_hits.load()};
+  return {c.regions.load(),   c.fallbacks.load(),   c.compiles.load(),
+          c.disk_hits.load(), c.memory_hits.load(), c.gemm_epilogues.load()};
 }
 
 void reset_fusion_stats() {
   auto& c = fuse::counters();
-  c.regions = c.fallbacks = c.compiles = c.disk_hits = c.memory_hits = c.plans = 0;
+  c.regions = c.fallbacks = c.compiles = c.disk_hits = c.memory_hits = c.plans = c.gemm_epilogues = 0;
 }
 
 }  // namespace pyflame

@@ -80,6 +80,7 @@ void set_gpu_enabled(bool on);
 
 struct Counters {
   std::atomic<uint64_t> regions{0}, fallbacks{0}, compiles{0}, disk_hits{0}, memory_hits{0};
+  std::atomic<uint64_t> gemm_epilogues{0};  // FusedGemm nodes the library ran in one GEMM
   std::atomic<uint64_t> plans{0};  // orders planned that had something to fuse (tests)
 };
 Counters& counters();

@@ -5,6 +5,7 @@
 
 #include "backend/rocm/blas.h"
 #include "backend/rocm/kernels/common.h"
+#include "ir/passes/fuse.h"
 
 namespace pyflame::backend::rocm {
 
@@ -127,6 +128,41 @@ void Matmul::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
                  int(K), 1.0f, B.data + ob * esz, int(B.ld), st(1), A.data + oa * esz, int(A.ld), st(0), 0.0f,
                  c + oc * esz, int(N), st(2) ? st(2) : M * N, int(inner));
   }
+}
+
+// The product with its bias and relu in the library's epilogue: one GEMM
+// when the library takes it with the plain product's algorithm (same bits as
+// the unfused ops, blas_lt.cc), else the unfused steps. hipBLASLt's relu is
+// max(x, 0), which makes NaN 0 where relu keeps it, so on AMD only the bias
+// goes into the epilogue and relu runs as its own kernel.
+void FusedGemm::eval_gpu(const std::vector<Tensor>& in, Tensor& out) {
+#if defined(__HIP_PLATFORM_AMD__)
+  constexpr bool kLibraryRelu = false;
+#else
+  constexpr bool kLibraryRelu = true;
+#endif
+  DeviceContext& ctx = context(out.device().index);
+  DeviceGuard g(ctx.device);
+  const int64_t M = out.shape()[0], N = out.shape()[1], K = in[0].shape()[1];
+  GemmEpilogue e;
+  e.bias = bias && in[2].strides()[0] == 1 ? in[2].raw_data() : nullptr;
+  e.relu = relu && kLibraryRelu;
+  const bool rest_ok = !bias || e.bias;  // a strided bias: unfused
+  if (e.any() && rest_ok && M <= INT32_MAX && N <= INT32_MAX && K <= INT32_MAX && K > 0) {
+    Operand A = prepare(in[0], ctx), B = prepare(in[1], ctx);
+    if (get_blas(ctx.device).gemm_epilogue(out.dtype(), B.trans ? Trans::T : Trans::N, A.trans ? Trans::T : Trans::N,
+                                           int(N), int(M), int(K), B.data, int(B.ld), 0, A.data, int(A.ld), 0,
+                                           out.raw_data(), int(N), M * N, 1, e)) {
+      fuse::counters().gemm_epilogues++;
+      if (relu && !e.relu) {
+        Unary r(UnaryOp::Relu);
+        r.eval_gpu({out}, out);
+      }
+      return;
+    }
+    fuse::counters().fallbacks++;  // the library has no such epilogue for this problem
+  }
+  eval_unfused(in, out);
 }
 
 }  // namespace pyflame
