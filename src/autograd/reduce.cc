@@ -64,4 +64,17 @@ std::vector<Tensor> Matmul::vjp(const std::vector<Tensor>& in, const Tensor& c, 
   });
 }
 
+// The unfused ops' gradients, from the output: relu's mask is out > 0,
+// true exactly where the pre-activation was > 0 (NaN and -0 included), then
+// the bias's sum over the rows and the product's two gradients.
+std::vector<Tensor> FusedGemm::vjp(const std::vector<Tensor>& in, const Tensor& c, const Tensor& out,
+                                   const std::vector<int>& argnums) {
+  const Tensor g = relu ? where(gt(out, like_scalar(0, out)), c, like_scalar(0, out)) : c;
+  Matmul mm;
+  return for_each_arg(argnums, [&](int i) {
+    if (i == 2) return sum_to_shape(g, in[2].shape());
+    return mm.vjp({in[0], in[1]}, g, out, {i})[0];
+  });
+}
+
 }  // namespace pyflame

@@ -217,15 +217,16 @@ class Matmul : public Primitive {
 // y = a @ b, then with `bias` y + bias (bias of shape (N,), float32 only:
 // the library adds it before rounding, which for 16-bit outputs is one
 // rounding fewer than the unfused ops), then with `relu` relu(y).
-// Recorded by add and relu on a GPU, with fusion on and no gradient
-// recorded (docs/design/fusion.md, "GEMM epilogues"). Inputs: a, b, and
-// with `bias` the bias.
+// Recorded by add and relu on a GPU with fusion on, gradients included
+// (docs/design/fusion.md, "GEMM epilogues"). Inputs: a, b, and with `bias`
+// the bias.
 class FusedGemm : public Primitive {
  public:
   FusedGemm(bool b, bool r) : bias(b), relu(r) {}
   const char* name() const override { return "fused_gemm"; }
   PF_PARAMS(bias, relu)
   PF_EVAL_DECLS
+  PF_VJP_DECL
   // The same values through the unfused primitives, one kernel each: the
   // GPU's path when the library cannot take the epilogue.
   void eval_unfused(const std::vector<Tensor>& in, Tensor& out) const;

@@ -272,6 +272,14 @@ AttentionWithCache scaled_dot_product_attention_cached(const Tensor& q, const Te
 
 // ---------------------------------------------------------------- GEMV folds
 
+namespace {
+
+// The fused kernel stages the input row in shared memory (48 KiB) and
+// computes a norm's sum with at most one block's threads.
+constexpr int64_t kFoldMaxRowBytes = 48 * 1024;
+
+// A pending node of the GPU, made without gradient, that nothing has
+// evaluated yet: what a fold may replace (its inputs are still attached).
 bool foldable(const Tensor& t) {
   const Node* n = t.node();
   return n && !n->buffer && n->prim && !n->device.is_cpu() && !t.requires_grad() &&
@@ -282,12 +290,6 @@ bool fold_enabled(const Tensor& a, const Tensor& b) {
   if (!get_fusion() || !get_fusion_gpu() || a.device().is_cpu()) return false;
   return !(is_grad_enabled() && (a.requires_grad() || b.requires_grad()));
 }
-
-namespace {
-
-// The fused kernel stages the input row in shared memory (48 KiB) and
-// computes a norm's sum with at most one block's threads.
-constexpr int64_t kFoldMaxRowBytes = 48 * 1024;
 
 template <class P>
 const P* pending(const Tensor& t) {
@@ -336,6 +338,7 @@ std::optional<Tensor> fold_gemv_epilogue(const Tensor& a, const Tensor& b) {
   return std::nullopt;
 }
 
+// Allocates an evaluated row-major tensor like `like` with another shape.
 Tensor scratch(const Shape& shape, const Tensor& like) {
   auto n = std::make_shared<Node>();
   n->shape = shape;

@@ -2,6 +2,7 @@
 // removed again; batch axes broadcast.
 #include "ops/op_utils.h"
 #include "pyflame/amp.h"
+#include "pyflame/fusion.h"
 
 namespace pyflame {
 
@@ -53,11 +54,17 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
 // ---------------------------------------------------------------- GEMM epilogue folds
 
 namespace {
-// A pending 2-D product the library runs as a GEMM (not the one-row or
-// one-column GEMV kernel) in a float dtype, or such a product already
-// folded with a bias and no relu.
+// A pending 2-D product of the GPU the library runs as a GEMM (not the
+// one-row or one-column GEMV kernel) in a float dtype, or such a product
+// already folded with a bias and no relu. Gradients may be recorded through
+// it: FusedGemm's vjp is the unfused ops' (autograd/reduce.cc).
 bool gemm_product(const Tensor& p) {
-  if (!foldable(p) || p.ndim() != 2 || p.shape(0) < 2 || p.shape(1) < 2) return false;
+  if (!get_fusion() || !get_fusion_gpu()) return false;
+  const Node* n = p.node();
+  if (!n || n->buffer || !n->prim || n->device.is_cpu() || n->state.load(std::memory_order_acquire) != NodeState::Pending) {
+    return false;
+  }
+  if (p.ndim() != 2 || p.shape(0) < 2 || p.shape(1) < 2) return false;
   const Dtype t = p.dtype();
   if (!(t == Dtype::Float32 || t == Dtype::Float16 || t == Dtype::BFloat16)) return false;
   if (dynamic_cast<const Matmul*>(p.primitive())) return p.inputs()[0].shape(1) > 0;
@@ -67,7 +74,6 @@ bool gemm_product(const Tensor& p) {
 }  // namespace
 
 std::optional<Tensor> fold_gemm_bias(const Tensor& a, const Tensor& b) {
-  if (!fold_enabled(a, b)) return std::nullopt;
   for (int side : {0, 1}) {
     const Tensor& p = side ? b : a;  // the product
     const Tensor& c = side ? a : b;  // the bias
@@ -82,7 +88,7 @@ std::optional<Tensor> fold_gemm_bias(const Tensor& a, const Tensor& b) {
 }
 
 std::optional<Tensor> fold_gemm_relu(const Tensor& x) {
-  if (!fold_enabled(x, x) || !gemm_product(x)) return std::nullopt;
+  if (!gemm_product(x)) return std::nullopt;
   const auto* f = dynamic_cast<const FusedGemm*>(x.primitive());
   return Tensor::make(x.shape(), x.dtype(), x.device(), std::make_shared<FusedGemm>(f && f->bias, true),
                       x.inputs());

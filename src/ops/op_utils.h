@@ -39,15 +39,9 @@ Tensor attention_composed(const Tensor& q, const Tensor& k, const Tensor& v, boo
 std::optional<Tensor> fold_gemv_prologue(const Tensor& a, const Tensor& b);
 std::optional<Tensor> fold_gemv_epilogue(const Tensor& a, const Tensor& b);
 
-// What the folds above and below may replace: a pending GPU node made
-// without gradient that nothing has evaluated yet (its inputs still
-// attached); and whether folding applies to operands a and b at all (GPU
-// fusion on, no gradient recorded through them).
-bool foldable(const Tensor& t);
 // An evaluated row-major tensor like `like` with another shape (a folded
 // node's unfused steps write their intermediates there).
 Tensor scratch(const Shape& shape, const Tensor& like);
-bool fold_enabled(const Tensor& a, const Tensor& b);
 
 // A 2-D GEMM's bias and relu folded into the library's epilogue
 // (ops/matmul.cc, FusedGemm): add(a, b) with a pending product on one side

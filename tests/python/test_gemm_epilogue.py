@@ -1,5 +1,6 @@
 """A 2-D GEMM's bias and relu folded into the BLAS library's epilogue
-(FusedGemm): relu(x @ w + b) as one cuBLASLt/hipBLASLt call on a GPU.
+(FusedGemm): relu(x @ w + b) as one cuBLASLt/hipBLASLt call on a GPU, with
+gradients.
 Values against fusion off (the unfused kernels: the same bits, NaN and -0
 included) and a float64 NumPy reference, on every device; on the GPU, the
 library ran the epilogue (fusion_stats)."""
@@ -36,6 +37,7 @@ def _both(build):
     y = build()
     on = y.numpy()
     ran = C.fusion_stats()["gemm_epilogues"]
+    assert C.fusion_stats()["fallbacks"] == 0, C.fusion_stats()
     pf.set_fusion(False)
     off = build().numpy()
     pf.set_fusion(True, gpu=True)
@@ -135,19 +137,65 @@ def test_product_also_read(device, fusion):
     np.testing.assert_allclose(y.numpy(), np.maximum(ref + _np(b), 0), rtol=1e-4, atol=1e-4)
 
 
-def test_gradients_not_folded(device, fusion):
-    """With a gradient to record the ops stay separate, and backward is right."""
-    x = _rand((8, 16), pf.float32, device)
-    w = pf.tensor(np.random.randn(16, 4).astype(np.float32), device=device, requires_grad=True)
-    b = pf.tensor(np.random.randn(4).astype(np.float32), device=device, requires_grad=True)
+@pytest.mark.parametrize("relu", [True, False])
+def test_gradients(device, fusion, relu):
+    """Gradients through the folded node equal the unfused ops' bit for bit
+    (relu's mask taken from the output), and NumPy's."""
+    xn = np.random.randn(8, 16).astype(np.float32)
+    xn[1] = 0.0  # row 1's pre-activation is the bias: exactly 0 where the bias is
+    wn = np.random.randn(16, 4).astype(np.float32)
+    bn = np.random.randn(4).astype(np.float32)
+    bn[2] = 0.0
+
+    def grads():
+        x, w, b = (pf.tensor(a, device=device, requires_grad=True) for a in (xn, wn, bn))
+        y = C.matmul(x, w) + b
+        y = C.relu(y) if relu else y
+        (y * y).sum().backward()
+        return [t.grad.numpy() for t in (x, w, b)]
+
     pf.set_fusion(True, gpu=True)
     C.reset_fusion_stats()
-    y = C.relu(C.matmul(x, w) + b)
-    y.sum().backward()
-    assert C.fusion_stats()["gemm_epilogues"] == 0
-    mask = (_np(x) @ _np(w) + _np(b)) > 0
-    np.testing.assert_allclose(_np(w.grad), _np(x).T @ mask, rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(_np(b.grad), mask.sum(0), rtol=1e-4, atol=1e-4)
+    on = grads()
+    ran = C.fusion_stats()["gemm_epilogues"]
+    pf.set_fusion(False)
+    off = grads()
+    for a, b in zip(on, off):
+        _same_bits(a, b)
+    if device != "cpu" and _nvidia():
+        assert ran == 1
+    pre = xn.astype(np.float64) @ wn + bn
+    post = np.maximum(pre, 0) if relu else pre
+    g = 2 * post * (pre > 0) if relu else 2 * post
+    for got, want in zip(on, [g @ wn.T, xn.T.astype(np.float64) @ g, g.sum(0)]):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_training_matches_unfused(device, fusion):
+    """A few SGD steps of Linear-ReLU-Linear: fused and unfused losses and
+    weights stay equal bit for bit."""
+    def train():
+        pf.manual_seed(1)
+        net = pf.nn.Sequential(pf.nn.Linear(32, 16), pf.nn.ReLU(), pf.nn.Linear(16, 4)).to(device)
+        opt = pf.optim.SGD(net.parameters(), lr=0.1)
+        rng = np.random.default_rng(0)
+        losses = []
+        for _ in range(3):
+            x = pf.tensor(rng.standard_normal((8, 32), dtype=np.float32), device=device)
+            loss = (net(x) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses, [p.numpy() for p in net.parameters()]
+
+    pf.set_fusion(True, gpu=True)
+    on = train()
+    pf.set_fusion(False)
+    off = train()
+    assert on[0] == off[0]
+    for a, b in zip(on[1], off[1]):
+        _same_bits(a, b)
 
 
 def test_linear_relu_module_and_compile(device, fusion):

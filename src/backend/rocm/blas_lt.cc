@@ -145,10 +145,12 @@ constexpr size_t kMaxPlans = 1024;
 // Heuristic candidates looked at: the first choice, or on NVIDIA for a tiny
 // problem (whose kernel runs for about as long as a launch takes on the
 // host, so a split-K algorithm's second kernel, the reduction, costs more
-// than the split saves) the best one that is one kernel. For an epilogue
-// the list is searched for the plain problem's algorithm.
+// than the split saves) the best one that is one kernel. On AMD an
+// epilogue's list is searched for the plain problem's algorithm.
 constexpr int kCandidates = 8;
+#if defined(__HIP_PLATFORM_AMD__)
 constexpr int kEpilogueCandidates = 32;
+#endif
 
 hipDataType type_of(Dtype d) {
   switch (d) {
@@ -294,21 +296,22 @@ void make_plan(GemmPlan& p, hipblasLtHandle_t lt, const LtGemm& g, const int ali
   }
 }
 
-// One algorithm: on AMD the solution index, the first 4 bytes (the library
-// may also mark a candidate it returns as a fallback), on NVIDIA every byte.
-bool same_algo(const hipblasLtMatmulAlgo_t& x, const hipblasLtMatmulAlgo_t& y) {
-#if defined(__HIP_PLATFORM_AMD__)
-  return std::memcmp(x.data, y.data, sizeof(int32_t)) == 0;
-#else
-  return std::memcmp(&x, &y, sizeof(x)) == 0;
-#endif
-}
-
-// An epilogue's plan: the plain problem's algorithm, if the library lists it
-// among its candidates for the problem with the epilogue.
+// An epilogue's plan: the plain problem's algorithm, if the library takes it
+// with the epilogue: cuBLASLt answers that directly (AlgoCheck); hipBLASLt's
+// C API has no such call, so there it must be among the heuristic's
+// candidates for the problem with the epilogue.
 void make_epilogue_plan(GemmPlan& p, hipblasLtHandle_t lt, const LtGemm& g, Epi e,
                         const hipblasLtMatmulAlgo_t& plain, const int align[3], size_t workspace) {
   describe(p, g, e);
+#if !defined(__HIP_PLATFORM_AMD__)
+  (void)align;
+  cublasLtMatmulHeuristicResult_t check{};
+  if (cublasLtMatmulAlgoCheck(lt, p.op, p.a, p.b, p.c, p.c, &plain, &check) == CUBLAS_STATUS_SUCCESS &&
+      check.workspaceSize <= workspace) {
+    p.algo = plain;
+    p.found = true;
+  }
+#else
   hipblasLtMatmulPreference_t pref = preference(workspace, align);
   struct Release {
     hipblasLtMatmulPreference_t p;
@@ -321,12 +324,15 @@ void make_epilogue_plan(GemmPlan& p, hipblasLtHandle_t lt, const LtGemm& g, Epi 
     return;
   }
   for (int i = 0; i < found; ++i) {
-    if (r[i].state == HIPBLAS_STATUS_SUCCESS && same_algo(r[i].algo, plain)) {
+    // One algorithm: the solution index, the first 4 bytes (the library may
+    // also mark a candidate it returns as a fallback).
+    if (r[i].state == HIPBLAS_STATUS_SUCCESS && std::memcmp(r[i].algo.data, plain.data, sizeof(int32_t)) == 0) {
       p.algo = r[i].algo;
       p.found = true;
       return;
     }
   }
+#endif
 }
 
 GemmKey key_of(const LtGemm& g, Epi e, const int align[3], int bias_align) {
@@ -366,23 +372,23 @@ bool lt_gemm(DeviceContext& ctx, const LtGemm& g) {
     return false;
   }
   const int align[3] = {alignment(g.A), alignment(g.B), alignment(g.C)};
-  const size_t ws = ctx.blas_workspace_bytes;
-  const GemmPlan& plain =
-      find_plan(s, key_of(g, kPlain, align, 0), [&](GemmPlan& p) { make_plan(p, s.lt, g, align, ws); });
-  if (!plain.found) return false;
   const Epi e = epi_of(g.epilogue);
-  const GemmPlan* p = &plain;
-  if (e != kPlain) {
-    const int bias_align = g.epilogue.bias ? alignment(g.epilogue.bias) : 0;
-    const hipblasLtMatmulAlgo_t algo = plain.algo;  // kept: making a plan may clear the map
-    p = &find_plan(s, key_of(g, e, align, bias_align),
-                   [&](GemmPlan& q) { make_epilogue_plan(q, s.lt, g, e, algo, align, ws); });
-    if (!p->found) return false;
-    if (e & kBias) {
-      lt_run_check(hipblasLtMatmulDescSetAttribute(p->op, HIPBLASLT_MATMUL_DESC_BIAS_POINTER, &g.epilogue.bias,
-                                                   sizeof(g.epilogue.bias)),
-                   "setting the bias");
+  const GemmKey key = key_of(g, e, align, g.epilogue.bias ? alignment(g.epilogue.bias) : 0);
+  auto it = s.plans.find(key);  // a later call: one lookup
+  const GemmPlan* p = it == s.plans.end() ? nullptr : &it->second;
+  if (!p) {
+    const size_t ws = ctx.blas_workspace_bytes;
+    p = &find_plan(s, key_of(g, kPlain, align, 0), [&](GemmPlan& q) { make_plan(q, s.lt, g, align, ws); });
+    if (e != kPlain && p->found) {
+      const hipblasLtMatmulAlgo_t algo = p->algo;  // kept: making a plan may clear the map
+      p = &find_plan(s, key, [&](GemmPlan& q) { make_epilogue_plan(q, s.lt, g, e, algo, align, ws); });
     }
+  }
+  if (!p->found) return false;
+  if (e & kBias) {
+    lt_run_check(hipblasLtMatmulDescSetAttribute(p->op, HIPBLASLT_MATMUL_DESC_BIAS_POINTER, &g.epilogue.bias,
+                                                 sizeof(g.epilogue.bias)),
+                 "setting the bias");
   }
   lt_run_check(hipblasLtMatmul(s.lt, p->op, g.alpha, g.A, p->a, g.B, p->b, g.beta, g.C, p->c, g.C, p->c, &p->algo,
                                ctx.blas_workspace, ctx.blas_workspace_bytes, ctx.stream),
