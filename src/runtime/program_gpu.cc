@@ -17,6 +17,7 @@
 #include "ir/primitive.h"
 #include "runtime/backend.h"
 #include "runtime/program.h"
+#include "runtime/settings.h"
 
 namespace pyflame::runtime {
 
@@ -55,6 +56,7 @@ struct Program::Graph {
 // backward() already released in the traced call needs none). A program
 // that touches a GPU but cannot be captured says why, once.
 void Program::plan_graph() {
+  if (!settings::graph_replay()) return;
   int device = -1;
   std::string why;
   // what() names the value, called only for the first one off the GPU.

@@ -70,6 +70,11 @@ ConvLayout conv_layout() {
   return layout;
 }
 
+bool graph_replay() {
+  static const bool on = flag("PYFLAME_GRAPH_REPLAY", true);
+  return on;
+}
+
 bool cudnn_graph() {
   static const bool on = flag("PYFLAME_CUDNN_GRAPH", true);
   return on;

@@ -34,6 +34,9 @@ bool cpu_baseline_isa();
 int cpu_threads();
 enum class ConvLayout { Auto, Nchw, Nhwc };
 ConvLayout conv_layout();
+// PYFLAME_GRAPH_REPLAY=0: compiled functions replay their programs op by op,
+// never as a captured GPU graph.
+bool graph_replay();
 bool cudnn_graph();
 // Empty when no directory can be named (no HOME): the disk cache is then off.
 const std::string& cache_dir();

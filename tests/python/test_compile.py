@@ -4,6 +4,7 @@ Every case compares a compiled function with the same Python function run
 eagerly (the oracle is the eager path on the same device, whose ops the rest
 of the suite checks against NumPy and PyTorch), on fresh inputs each call.
 """
+import os
 import threading
 
 import numpy as np
@@ -274,6 +275,29 @@ def test_gpu_forward_replays_a_captured_graph(gpu_device, streams, rng):
     with pf.no_grad():
         cf(randt(rng, 8, 16))
     close(outs[0].numpy(), first)
+
+
+def test_gpu_graph_replay_off_replays_op_by_op(gpu_device):
+    """PYFLAME_GRAPH_REPLAY=0 (read at start, so in a fresh process): no
+    graph is captured, and the replays give the eager results."""
+    import subprocess
+    import sys
+    code = """
+import sys, numpy as np, pyflame as pf
+pf.set_device(sys.argv[1])
+rng = np.random.default_rng(0)
+w = pf.tensor(rng.standard_normal((16, 8)).astype(np.float32))
+cf = pf.compile(lambda x: pf.relu(pf.matmul(x, w)) * 2)
+for _ in range(3):
+    x = pf.tensor(rng.standard_normal((4, 16)).astype(np.float32))
+    np.testing.assert_array_equal(cf(x).numpy(), (pf.relu(pf.matmul(x, w)) * 2).numpy())
+print(cf.traces, cf.graphs)
+"""
+    env = dict(os.environ, PYFLAME_GRAPH_REPLAY="0")
+    r = subprocess.run([sys.executable, "-c", code, gpu_device], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["1", "0"], r.stdout
 
 
 @pytest.mark.parametrize("n,dtype", [(5, np.float16), (1 << 20, np.float32), ((1 << 19) + 3, np.float16)])
