@@ -231,3 +231,11 @@ def t64(x):
     """A float64 torch tensor of x (None stays None), for references."""
     torch, _ = torch_or_skip()
     return None if x is None else torch.from_numpy(np.asarray(x, dtype=np.float64).copy())
+
+
+@pytest.fixture
+def fusion():
+    """Restores the fusion switches after the test."""
+    prev = (pf.get_fusion(), pf.get_fusion_gpu())
+    yield
+    pf.set_fusion(prev[0], gpu=prev[1])

@@ -12,14 +12,6 @@ DTYPES = [pf.float32, pf.float16, pf.bfloat16]
 TOL = {pf.float32: 2e-4, pf.float16: 2e-2, pf.bfloat16: 8e-2}
 
 
-@pytest.fixture
-def fusion():
-    """Restores the fusion switches after the test."""
-    prev = (pf.get_fusion(), pf.get_fusion_gpu())
-    yield
-    pf.set_fusion(prev[0], gpu=prev[1])
-
-
 def _f64(t):
     return np.asarray(t.astype(pf.float32).numpy(), dtype=np.float64)
 

@@ -13,14 +13,6 @@ from pyflame import _core as C
 TOL = {pf.float32: 2e-4, pf.float16: 2e-2, pf.bfloat16: 8e-2}
 
 
-@pytest.fixture
-def fusion():
-    """Restores the fusion switches after the test."""
-    prev = (pf.get_fusion(), pf.get_fusion_gpu())
-    yield
-    pf.set_fusion(prev[0], gpu=prev[1])
-
-
 def _rand(shape, dtype, device, scale=1.0):
     return pf.tensor((np.random.randn(*shape) * scale).astype(np.float32), device=device).astype(dtype)
 

@@ -262,21 +262,22 @@ void describe(GemmPlan& p, const LtGemm& g, Epi e) {
   p.c = layout(t, g.M, g.N, g.ldc, g.sc, g.batch);
 }
 
+// Up to n of the heuristic's candidates for p's problem, into r; how many.
+// A problem the library has no algorithm for answers NOT_SUPPORTED: none.
+int candidates(hipblasLtHandle_t lt, const GemmPlan& p, const int align[3], size_t workspace,
+               hipblasLtMatmulHeuristicResult_t* r, int n) {
+  hipblasLtMatmulPreference_t pref = preference(workspace, align);
+  int found = 0;
+  const hipblasStatus_t st = hipblasLtMatmulAlgoGetHeuristic(lt, p.op, p.a, p.b, p.c, p.c, pref, n, r, &found);
+  hipblasLtMatmulPreferenceDestroy(pref);
+  return st == HIPBLAS_STATUS_SUCCESS ? found : 0;
+}
+
 // The plain problem's plan: the heuristic's choice (see kCandidates).
 void make_plan(GemmPlan& p, hipblasLtHandle_t lt, const LtGemm& g, const int align[3], size_t workspace) {
   describe(p, g, kPlain);
-  hipblasLtMatmulPreference_t pref = preference(workspace, align);
-  struct Release {
-    hipblasLtMatmulPreference_t p;
-    ~Release() { hipblasLtMatmulPreferenceDestroy(p); }
-  } release{pref};
   hipblasLtMatmulHeuristicResult_t r[kCandidates] = {};
-  int found = 0;
-  // A problem the library has no algorithm for answers NOT_SUPPORTED: the classic call decides.
-  if (hipblasLtMatmulAlgoGetHeuristic(lt, p.op, p.a, p.b, p.c, p.c, pref, kCandidates, r, &found) !=
-      HIPBLAS_STATUS_SUCCESS) {
-    return;
-  }
+  const int found = candidates(lt, p, align, workspace, r, kCandidates);
   int pick = -1;
   for (int i = 0; i < found && pick < 0; ++i) {
     if (r[i].state == HIPBLAS_STATUS_SUCCESS) pick = i;
@@ -312,17 +313,8 @@ void make_epilogue_plan(GemmPlan& p, hipblasLtHandle_t lt, const LtGemm& g, Epi 
     p.found = true;
   }
 #else
-  hipblasLtMatmulPreference_t pref = preference(workspace, align);
-  struct Release {
-    hipblasLtMatmulPreference_t p;
-    ~Release() { hipblasLtMatmulPreferenceDestroy(p); }
-  } release{pref};
   hipblasLtMatmulHeuristicResult_t r[kEpilogueCandidates] = {};
-  int found = 0;
-  if (hipblasLtMatmulAlgoGetHeuristic(lt, p.op, p.a, p.b, p.c, p.c, pref, kEpilogueCandidates, r, &found) !=
-      HIPBLAS_STATUS_SUCCESS) {
-    return;
-  }
+  const int found = candidates(lt, p, align, workspace, r, kEpilogueCandidates);
   for (int i = 0; i < found; ++i) {
     // One algorithm: the solution index, the first 4 bytes (the library may
     // also mark a candidate it returns as a fallback).
