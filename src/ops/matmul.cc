@@ -60,8 +60,10 @@ namespace {
 // it: FusedGemm's vjp is the unfused ops' (autograd/reduce.cc).
 bool gemm_product(const Tensor& p) {
   if (!get_fusion() || !get_fusion_gpu()) return false;
+  // The device never changes and the state is atomic: both are read before
+  // anything an evaluation on another thread writes (a leaf has no prim).
   const Node* n = p.node();
-  if (!n || n->buffer || !n->prim || n->device.is_cpu() || n->state.load(std::memory_order_acquire) != NodeState::Pending) {
+  if (!n || n->device.is_cpu() || n->state.load(std::memory_order_acquire) != NodeState::Pending || !n->prim) {
     return false;
   }
   if (p.ndim() != 2 || p.shape(0) < 2 || p.shape(1) < 2) return false;
